@@ -21,14 +21,14 @@ type DeciderOptions struct {
 // SessionStarted opens a session. Seed drives backoff jitter; Build and
 // Version identify the code that decided.
 type SessionStarted struct {
-	Seed      uint64         `msgpack:"seed" json:"seed"`
-	Build     string         `msgpack:"build" json:"build"`
-	Version   string         `msgpack:"version" json:"version"`
-	PID       int            `msgpack:"pid,omitempty" json:"pid,omitempty"`
-	Host      string         `msgpack:"host,omitempty" json:"host,omitempty"`
-	Command   string         `msgpack:"command,omitempty" json:"command,omitempty"`
-	Options   DeciderOptions `msgpack:"options" json:"options"`
-	Previous  string         `msgpack:"previous,omitempty" json:"previous,omitempty"` // session ID found interrupted, if any
+	Seed     uint64         `msgpack:"seed" json:"seed"`
+	Build    string         `msgpack:"build" json:"build"`
+	Version  string         `msgpack:"version" json:"version"`
+	PID      int            `msgpack:"pid,omitempty" json:"pid,omitempty"`
+	Host     string         `msgpack:"host,omitempty" json:"host,omitempty"`
+	Command  string         `msgpack:"command,omitempty" json:"command,omitempty"`
+	Options  DeciderOptions `msgpack:"options" json:"options"`
+	Previous string         `msgpack:"previous,omitempty" json:"previous,omitempty"` // session ID found interrupted, if any
 }
 
 // StopRequested asks to stop one server (Server set on the envelope) or,
@@ -41,10 +41,10 @@ type StopRequested struct {
 // ApprovalFact is what the runtime knew about a server's approval when it
 // observed the config: the latest decision for (workspace, name), if any.
 type ApprovalFact struct {
-	Decision  string `msgpack:"decision,omitempty" json:"decision,omitempty"` // "", approve, reject
-	Hash      string `msgpack:"hash,omitempty" json:"hash,omitempty"`         // config hash the decision was bound to
-	By        string `msgpack:"by,omitempty" json:"by,omitempty"`
-	At        int64  `msgpack:"at,omitempty" json:"at,omitempty"`
+	Decision string `msgpack:"decision,omitempty" json:"decision,omitempty"` // "", approve, reject
+	Hash     string `msgpack:"hash,omitempty" json:"hash,omitempty"`         // config hash the decision was bound to
+	By       string `msgpack:"by,omitempty" json:"by,omitempty"`
+	At       int64  `msgpack:"at,omitempty" json:"at,omitempty"`
 }
 
 // ServerConfig is one server's configuration as written, with env and header
@@ -372,12 +372,12 @@ type ServerTransitioned struct {
 // the input's time plus the delay. Jitter is the part of the delay drawn
 // from the session seed.
 type TimerScheduled struct {
-	TimerID  uint64 `msgpack:"timer_id" json:"timer_id"`
-	Purpose  string `msgpack:"purpose" json:"purpose"`
-	Attempt  int    `msgpack:"attempt" json:"attempt"`
-	DelayMs  int64  `msgpack:"delay_ms" json:"delay_ms"`
-	CeilMs   int64  `msgpack:"ceil_ms,omitempty" json:"ceil_ms,omitempty"`
-	FireAt   int64  `msgpack:"fire_at" json:"fire_at"`
+	TimerID uint64 `msgpack:"timer_id" json:"timer_id"`
+	Purpose string `msgpack:"purpose" json:"purpose"`
+	Attempt int    `msgpack:"attempt" json:"attempt"`
+	DelayMs int64  `msgpack:"delay_ms" json:"delay_ms"`
+	CeilMs  int64  `msgpack:"ceil_ms,omitempty" json:"ceil_ms,omitempty"`
+	FireAt  int64  `msgpack:"fire_at" json:"fire_at"`
 }
 
 // ApprovalRequested says a gated server waits for a decision (it is
