@@ -9,12 +9,15 @@ type Payload interface {
 // DeciderOptions are the decider's tunables, recorded in session.started so
 // replay decides with the values the session used.
 type DeciderOptions struct {
-	BackoffBaseMs   int64 `msgpack:"backoff_base_ms" json:"backoff_base_ms"`
-	BackoffMaxMs    int64 `msgpack:"backoff_max_ms" json:"backoff_max_ms"`
-	MaxAttempts     int   `msgpack:"max_attempts" json:"max_attempts"`
-	StormLimit      int   `msgpack:"storm_limit" json:"storm_limit"`
-	StormWindowMs   int64 `msgpack:"storm_window_ms" json:"storm_window_ms"`
-	PingFailures    int   `msgpack:"ping_failures" json:"ping_failures"`
+	BackoffBaseMs int64 `msgpack:"backoff_base_ms" json:"backoff_base_ms"`
+	BackoffMaxMs  int64 `msgpack:"backoff_max_ms" json:"backoff_max_ms"`
+	MaxAttempts   int   `msgpack:"max_attempts" json:"max_attempts"`
+	StormLimit    int   `msgpack:"storm_limit" json:"storm_limit"`
+	StormWindowMs int64 `msgpack:"storm_window_ms" json:"storm_window_ms"`
+	PingFailures  int   `msgpack:"ping_failures" json:"ping_failures"`
+	// StableMs: a server that stayed ready this long starts a fresh retry
+	// budget when it next fails.
+	StableMs        int64 `msgpack:"stable_ms" json:"stable_ms"`
 	DecisionVersion int   `msgpack:"decision_version" json:"decision_version"`
 }
 
@@ -109,6 +112,9 @@ type ApprovalDecided struct {
 	By         string `msgpack:"by,omitempty" json:"by,omitempty"`
 	Scope      Scope  `msgpack:"scope,omitempty" json:"scope,omitempty"`
 	ToolHashes []KV   `msgpack:"tool_hashes,omitempty" json:"tool_hashes,omitempty"`
+	// Config is the (redacted) config the decision was made for, so a later
+	// change can be explained field by field.
+	Config *ServerConfig `msgpack:"config,omitempty" json:"config,omitempty"`
 }
 
 // Approval decisions.
@@ -333,6 +339,8 @@ const (
 	VerdictRestart = "restart"
 	VerdictKeep    = "keep"
 	VerdictRepend  = "repend"
+	VerdictAdmit   = "admit" // same config, admission changed to allowed
+	VerdictDeny    = "deny"  // same config, admission changed to denied
 )
 
 // ReloadVerdict is what a reload decided for one server, with the config

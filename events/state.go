@@ -42,6 +42,7 @@ const (
 	ReasonStopRequested   Reason = "stop_requested"
 	ReasonExhausted       Reason = "attempts_exhausted"
 	ReasonToolChanged     Reason = "tool_changed"
+	ReasonReconnect       Reason = "reconnect_requested"
 )
 
 // ErrorClass classifies why a connection attempt or a live session failed.
