@@ -48,6 +48,9 @@ type ApprovalFact struct {
 	Hash     string `msgpack:"hash,omitempty" json:"hash,omitempty"`         // config hash the decision was bound to
 	By       string `msgpack:"by,omitempty" json:"by,omitempty"`
 	At       int64  `msgpack:"at,omitempty" json:"at,omitempty"`
+	// Changed names the hashed fields that differ between the config the
+	// decision was made for and the current one (empty when the hashes match).
+	Changed []string `msgpack:"changed,omitempty" json:"changed,omitempty"`
 }
 
 // ServerConfig is one server's configuration as written, with env and header
@@ -383,6 +386,7 @@ type TimerScheduled struct {
 	TimerID uint64 `msgpack:"timer_id" json:"timer_id"`
 	Purpose string `msgpack:"purpose" json:"purpose"`
 	Attempt int    `msgpack:"attempt" json:"attempt"`
+	Retry   int    `msgpack:"retry,omitempty" json:"retry,omitempty"`
 	DelayMs int64  `msgpack:"delay_ms" json:"delay_ms"`
 	CeilMs  int64  `msgpack:"ceil_ms,omitempty" json:"ceil_ms,omitempty"`
 	FireAt  int64  `msgpack:"fire_at" json:"fire_at"`
