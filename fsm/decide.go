@@ -1,0 +1,463 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// Decide returns the decisions input in causes in state s. It is pure: s is
+// not modified, and the same (s, in) always gives the same events. Each
+// returned event has Kind, Server, Payload, Time (the input's time), Cause
+// (the input's seq) and Session (the input's session) set; the journal
+// assigns the rest.
+//
+// Inputs that refer to an earlier attempt than the server's current one are
+// stale and produce no decisions. A command the table does not allow
+// returns an error wrapping [ErrInvalidTransition] (or [ErrUnknownServer]);
+// its decisions, if any were computed, are discarded.
+func Decide(s State, in events.Event) ([]events.Event, error) {
+	if !in.Kind.IsInput() {
+		return nil, fmt.Errorf("%w: %s", ErrNotInput, in.Kind)
+	}
+	d := &decider{prev: s, s: Evolve(s.Clone(), in), in: in}
+	if err := d.decide(); err != nil {
+		return nil, err
+	}
+	return d.out, nil
+}
+
+// decider carries one Decide call: the state before the input (prev), the
+// scratch state with the input and every decision so far applied (s), and
+// the decisions.
+type decider struct {
+	prev State
+	s    State
+	in   events.Event
+	out  []events.Event
+}
+
+func (d *decider) opts() events.DeciderOptions { return WithDefaults(d.s.Options) }
+
+// emit appends a decision and folds it into the scratch state, so later
+// steps of the same Decide see its effect.
+func (d *decider) emit(server string, p events.Payload) {
+	e := events.Event{Session: d.in.Session, Time: d.in.Time, Kind: p.Kind(), Server: server,
+		Cause: d.in.Seq, Payload: p}
+	d.out = append(d.out, e)
+	d.s = Evolve(d.s, e)
+}
+
+// transition emits a lifecycle transition of server by trigger t, checked
+// against the table. A legal trigger that leads back to the same state
+// emits nothing.
+func (d *decider) transition(server string, t Trigger, reason events.Reason, attempt int, cerr *events.ClassifiedError) error {
+	srv := d.s.Servers[server]
+	to, changed, err := Transition(srv.Phase, t)
+	if err != nil {
+		return fmt.Errorf("server %q: %w", server, err)
+	}
+	if !changed {
+		return nil
+	}
+	if attempt == 0 {
+		attempt = srv.Attempt
+	}
+	d.emit(server, &events.ServerTransitioned{From: srv.Phase, To: to, Trigger: string(t), Reason: reason,
+		Attempt: attempt, Error: cerr})
+	return nil
+}
+
+func (d *decider) decide() error {
+	switch p := d.in.Payload.(type) {
+	case *events.ConfigObserved:
+		return d.reconcile(p)
+	case *events.ApprovalDecided:
+		return d.approval(p)
+	case *events.ReconnectRequested:
+		return d.reconnect(p)
+	case *events.StopRequested:
+		return d.stop(p)
+	case *events.ProcessSpawned:
+		return d.launched(p.Attempt)
+	case *events.TransportOpened:
+		return d.launched(p.Attempt)
+	case *events.ToolsListed:
+		if srv, ok := d.current(p.Attempt); ok && srv.Phase == events.StateHandshaking {
+			return d.transition(d.in.Server, TrigReady, events.ReasonNone, 0, nil)
+		}
+	case *events.ConnectFailed:
+		return d.fail(p.Attempt, p.Error)
+	case *events.ProcessExited:
+		if p.Expected {
+			return nil
+		}
+		cerr := events.ClassifiedError{Class: events.ErrExit, ExitCode: p.ExitCode, Signal: p.Signal}
+		switch {
+		case p.Signal != "":
+			cerr.Message = "signal: " + p.Signal
+		default:
+			cerr.Message = fmt.Sprintf("exited with code %d", p.ExitCode)
+		}
+		if n := len(p.StderrTail); n > 0 {
+			cerr.Message += ": " + p.StderrTail[n-1]
+		}
+		return d.fail(p.Attempt, cerr)
+	case *events.TransportClosed:
+		if p.Expected {
+			return nil
+		}
+		return d.fail(p.Attempt, p.Error)
+	case *events.PingFailed:
+		if p.Consecutive >= d.opts().PingFailures {
+			return d.fail(p.Attempt, events.ClassifiedError{Class: events.ErrPing,
+				Message: fmt.Sprintf("%d pings failed in a row: %s", p.Consecutive, p.Error)})
+		}
+	case *events.TimerFired:
+		return d.timer(p)
+	}
+	// session.started, handshake.completed, resources/prompts listed and
+	// calls are facts the projections fold; they cause no decision.
+	return nil
+}
+
+// current returns the input's server if the input is about its current
+// attempt.
+func (d *decider) current(attempt int) (Server, bool) {
+	srv, ok := d.s.Servers[d.in.Server]
+	if !ok || attempt != srv.Attempt {
+		return srv, false
+	}
+	return srv, true
+}
+
+func (d *decider) launched(attempt int) error {
+	if srv, ok := d.current(attempt); ok && srv.Phase == events.StateLaunching {
+		return d.transition(d.in.Server, TrigLaunched, events.ReasonNone, 0, nil)
+	}
+	return nil
+}
+
+// fail handles a failure of the server's current attempt: to reconnecting,
+// then either a backoff timer or, with the retry budget spent, failed.
+func (d *decider) fail(attempt int, cerr events.ClassifiedError) error {
+	srv, ok := d.current(attempt)
+	if !ok {
+		return nil
+	}
+	switch srv.Phase {
+	case events.StateLaunching, events.StateHandshaking, events.StateReady:
+	default:
+		return nil // already failing, stopped or failed: nothing new to decide
+	}
+	o := d.opts()
+	retries := srv.Retries
+	if srv.ReadySince != 0 && d.in.Time-srv.ReadySince >= o.StableMs*1e6 {
+		retries = 0 // it was healthy long enough: a fresh budget
+	}
+	name := d.in.Server
+	if err := d.transition(name, TrigFail, events.ReasonNone, 0, &cerr); err != nil {
+		return err
+	}
+	next := retries + 1
+	if next > o.MaxAttempts {
+		return d.transition(name, TrigExhaust, events.ReasonExhausted, 0, &cerr)
+	}
+	ceil := BackoffCeil(o, next)
+	delay := Jitter(d.s.Seed, name, srv.Attempt+1, ceil)
+	d.emit(name, &events.TimerScheduled{TimerID: d.s.LastTimer + 1, Purpose: events.TimerBackoff,
+		Attempt: srv.Attempt + 1, Retry: next, DelayMs: delay, CeilMs: ceil, FireAt: d.in.Time + delay*1e6})
+	return nil
+}
+
+func (d *decider) timer(p *events.TimerFired) error {
+	name := d.in.Server
+	srv, ok := d.prev.Servers[name]
+	if !ok || srv.Timer != p.TimerID || p.TimerID == 0 {
+		return nil // stale: cancelled by a later decision
+	}
+	switch {
+	case p.Purpose == events.TimerBackoff && srv.Phase == events.StateReconnecting:
+		return d.launch(name, TrigRetry)
+	case p.Purpose == events.TimerHold && srv.Phase == events.StateStopped && srv.Reason == events.ReasonStormHold:
+		if err := d.transition(name, TrigReconfigure, events.ReasonNone, 0, nil); err != nil {
+			return err
+		}
+		return d.admit(name)
+	}
+	return nil
+}
+
+// launch moves a server to launching by trigger t (admit, retry or
+// reconnect) unless the storm breaker holds it, in which case it stops with
+// reason storm_hold and a timer to release it.
+func (d *decider) launch(name string, t Trigger) error {
+	srv := d.s.Servers[name]
+	o := d.opts()
+	if held, until := StormHold(o, srv.Launches, srv.Config.RecentLaunches, d.in.Time); held {
+		trig := TrigStop
+		if srv.Phase == events.StateConfiguring {
+			trig = TrigDeny
+		}
+		if trig == TrigDeny {
+			d.emit(name, &events.AdmissionDecided{Admitted: false, Reason: events.ReasonStormHold, Hash: srv.Config.Hash,
+				Detail: fmt.Sprintf("%d launches in %d ms", o.StormLimit, o.StormWindowMs)})
+		}
+		if err := d.transition(name, trig, events.ReasonStormHold, 0, nil); err != nil {
+			return err
+		}
+		delay := (until - d.in.Time) / 1e6
+		d.emit(name, &events.TimerScheduled{TimerID: d.s.LastTimer + 1, Purpose: events.TimerHold,
+			Attempt: srv.Attempt + 1, DelayMs: delay, FireAt: until})
+		return nil
+	}
+	if t == TrigAdmit {
+		d.emit(name, &events.AdmissionDecided{Admitted: true, Hash: srv.Config.Hash})
+	}
+	return d.transition(name, t, events.ReasonNone, srv.Attempt+1, nil)
+}
+
+// admit runs admission for a server in configuring: launch it, or stop it
+// with the reason (asking for an approval when it is newly promptable).
+func (d *decider) admit(name string) error {
+	srv := d.s.Servers[name]
+	reason, detail := Admission(&d.s.Config, &srv.Config)
+	if reason == events.ReasonNone {
+		return d.launch(name, TrigAdmit)
+	}
+	d.emit(name, &events.AdmissionDecided{Admitted: false, Reason: reason, Hash: srv.Config.Hash, Detail: detail})
+	if err := d.transition(name, TrigDeny, reason, 0, nil); err != nil {
+		return err
+	}
+	if reason == events.ReasonPendingApproval && srv.Promptable != srv.Config.Hash {
+		a := srv.Config.Approval
+		d.emit(name, &events.ApprovalRequested{Workspace: d.s.Config.Workspace, Hash: srv.Config.Hash,
+			Scope: srv.Config.Scope, Previous: a.Hash, Changed: a.Changed})
+	}
+	return nil
+}
+
+// restart stops a running server (reason) and brings it back to
+// configuring for a fresh admission.
+func (d *decider) restart(name string, reason events.Reason) error {
+	if err := d.transition(name, TrigStop, reason, 0, nil); err != nil {
+		return err
+	}
+	if err := d.transition(name, TrigReconfigure, events.ReasonNone, 0, nil); err != nil {
+		return err
+	}
+	return d.admit(name)
+}
+
+// reconcile diffs a config reading against the previous one and decides a
+// verdict per server: add, remove, restart (fingerprint changed), repend
+// (changed and now waiting for approval), admit/deny (same config, gating
+// changed) or keep.
+func (d *decider) reconcile(p *events.ConfigObserved) error {
+	if d.prev.Stopping {
+		return nil
+	}
+	names := map[string]bool{}
+	for n := range d.prev.Servers {
+		names[n] = true
+	}
+	for _, c := range p.Servers {
+		names[c.Name] = true
+	}
+	rd := &events.ReloadDecided{Trigger: p.Trigger}
+	type step struct {
+		name    string
+		verdict string
+	}
+	var steps []step
+	for _, name := range sortedKeys(names) {
+		old, existed := d.prev.Servers[name]
+		existed = existed && old.InConfig
+		cur := d.s.Servers[name]
+		v := events.ReloadVerdict{Server: name}
+		if existed {
+			v.Before = events.Fingerprint(&old.Config)
+		}
+		if cur.InConfig {
+			v.After = events.Fingerprint(&cur.Config)
+		}
+		switch {
+		case !existed && !cur.InConfig:
+			continue
+		case existed && !cur.InConfig:
+			v.Verdict = events.VerdictRemove
+		case !existed:
+			v.Verdict = events.VerdictAdd
+		case v.Before != v.After:
+			v.Verdict = events.VerdictRestart
+			if r, _ := Admission(&d.s.Config, &cur.Config); r == events.ReasonPendingApproval {
+				v.Verdict = events.VerdictRepend
+			}
+		default:
+			wasOK := old.Phase != events.StateStopped || isRunReason(old.Reason)
+			r, _ := Admission(&d.s.Config, &cur.Config)
+			switch {
+			case wasOK && r != events.ReasonNone:
+				v.Verdict = events.VerdictDeny
+			case !wasOK && r == events.ReasonNone && isAdmissionReason(old.Reason):
+				v.Verdict = events.VerdictAdmit
+			case !wasOK && r != old.Reason && isAdmissionReason(old.Reason):
+				v.Verdict = events.VerdictDeny // refused still, for another reason
+			default:
+				v.Verdict = events.VerdictKeep
+			}
+		}
+		rd.Verdicts = append(rd.Verdicts, v)
+		steps = append(steps, step{name, v.Verdict})
+	}
+	if len(rd.Verdicts) > 0 {
+		d.emit("", rd)
+	}
+	for _, st := range steps {
+		var err error
+		switch st.verdict {
+		case events.VerdictRemove:
+			err = d.transition(st.name, TrigStop, events.ReasonRemoved, 0, nil)
+		case events.VerdictAdd:
+			err = d.fresh(st.name)
+		case events.VerdictRestart, events.VerdictRepend:
+			err = d.restart(st.name, events.ReasonConfigChanged)
+		case events.VerdictAdmit, events.VerdictDeny:
+			err = d.fresh(st.name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fresh runs a fresh admission for a server: from configuring directly,
+// from stopped through reconfigure, and from any running state through a
+// stop first.
+func (d *decider) fresh(name string) error {
+	switch d.s.Servers[name].Phase {
+	case events.StateConfiguring:
+		return d.admit(name)
+	case events.StateStopped:
+		if err := d.transition(name, TrigReconfigure, events.ReasonNone, 0, nil); err != nil {
+			return err
+		}
+		return d.admit(name)
+	default:
+		return d.restart(name, events.ReasonConfigChanged)
+	}
+}
+
+// isAdmissionReason reports whether a stopped server's reason came from
+// admission (so a config change may admit it again).
+func isAdmissionReason(r events.Reason) bool {
+	switch r {
+	case events.ReasonPendingApproval, events.ReasonRejected, events.ReasonExcluded, events.ReasonNotAllowed,
+		events.ReasonDisabled, events.ReasonUntrusted, events.ReasonInvalidConfig:
+		return true
+	}
+	return false
+}
+
+// isRunReason reports whether a stopped server's reason leaves it admitted
+// (stopped for a reason that is not admission's: storm hold, a stop
+// request).
+func isRunReason(r events.Reason) bool {
+	return r == events.ReasonStormHold || r == events.ReasonStopRequested
+}
+
+func (d *decider) approval(p *events.ApprovalDecided) error {
+	name := d.in.Server
+	srv, ok := d.prev.Servers[name]
+	if !ok || !srv.InConfig {
+		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	}
+	if p.Hash != srv.Config.Hash {
+		return fmt.Errorf("%w: %q is at %s, the decision names %s", ErrStaleApproval, name,
+			events.ShortHash(srv.Config.Hash), events.ShortHash(p.Hash))
+	}
+	switch {
+	case srv.Phase == events.StateStopped && isAdmissionReason(srv.Reason):
+		if err := d.transition(name, TrigReconfigure, events.ReasonNone, 0, nil); err != nil {
+			return err
+		}
+		return d.admit(name)
+	case p.Decision == events.DecisionReject && srv.Phase != events.StateStopped:
+		return d.transition(name, TrigStop, events.ReasonRejected, 0, nil)
+	}
+	return nil
+}
+
+func (d *decider) reconnect(p *events.ReconnectRequested) error {
+	if d.in.Server == "" {
+		for _, name := range d.s.Names() {
+			srv := d.s.Servers[name]
+			if srv.InConfig && srv.Phase == events.StateFailed {
+				if err := d.launch(name, TrigReconnect); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	name := d.in.Server
+	srv, ok := d.s.Servers[name]
+	if !ok || !srv.InConfig {
+		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	}
+	if p.FailedOnly && srv.Phase != events.StateFailed {
+		return nil
+	}
+	switch srv.Phase {
+	case events.StateFailed:
+		return d.launch(name, TrigReconnect)
+	case events.StateReconnecting:
+		return d.launch(name, TrigRetry)
+	case events.StateStopped:
+		if err := d.transition(name, TrigReconfigure, events.ReasonNone, 0, nil); err != nil {
+			return err
+		}
+		return d.admit(name)
+	case events.StateConfiguring:
+		return d.admit(name)
+	default: // launching, handshaking, ready: restart it
+		return d.restart(name, events.ReasonReconnect)
+	}
+}
+
+func (d *decider) stop(p *events.StopRequested) error {
+	reason := p.Reason
+	if d.in.Server != "" {
+		if reason == "" {
+			reason = events.ReasonStopRequested
+		}
+		if _, ok := d.s.Servers[d.in.Server]; !ok {
+			return fmt.Errorf("%w: %q", ErrUnknownServer, d.in.Server)
+		}
+		return d.transition(d.in.Server, TrigStop, reason, 0, nil)
+	}
+	if reason == "" {
+		reason = events.ReasonShutdown
+	}
+	if d.prev.Stopping {
+		return nil
+	}
+	for _, name := range d.s.Names() {
+		if err := d.transition(name, TrigStop, reason, 0, nil); err != nil {
+			return err
+		}
+	}
+	d.emit("", &events.SessionStopped{Reason: reason})
+	return nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

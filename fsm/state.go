@@ -1,0 +1,232 @@
+package fsm
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// Default decider options (architecture.md, seed 003): backoff 1 s doubling
+// to 30 s with full jitter, 5 attempts, storm breaker 5 launches per 30 s,
+// 3 failed pings, a fresh retry budget after 30 s ready.
+const (
+	DefaultBackoffBaseMs = 1000
+	DefaultBackoffMaxMs  = 30000
+	DefaultMaxAttempts   = 5
+	DefaultStormLimit    = 5
+	DefaultStormWindowMs = 30000
+	DefaultPingFailures  = 3
+	DefaultStableMs      = 30000
+	// DecisionVersion identifies the decider's logic. Bump it when a change
+	// makes old sessions decide differently on purpose.
+	DecisionVersion = 1
+)
+
+// WithDefaults returns o with zero fields replaced by the defaults.
+func WithDefaults(o events.DeciderOptions) events.DeciderOptions {
+	if o.BackoffBaseMs <= 0 {
+		o.BackoffBaseMs = DefaultBackoffBaseMs
+	}
+	if o.BackoffMaxMs <= 0 {
+		o.BackoffMaxMs = DefaultBackoffMaxMs
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.StormLimit <= 0 {
+		o.StormLimit = DefaultStormLimit
+	}
+	if o.StormWindowMs <= 0 {
+		o.StormWindowMs = DefaultStormWindowMs
+	}
+	if o.PingFailures <= 0 {
+		o.PingFailures = DefaultPingFailures
+	}
+	if o.StableMs <= 0 {
+		o.StableMs = DefaultStableMs
+	}
+	if o.DecisionVersion == 0 {
+		o.DecisionVersion = DecisionVersion
+	}
+	return o
+}
+
+// Server is the decider's view of one server.
+type Server struct {
+	Name   string
+	Phase  events.ServerState
+	Reason events.Reason
+	// Attempt is the launch number within the session (monotonic); inputs
+	// that name another attempt are stale and ignored.
+	Attempt int
+	// Retries counts failures in the current episode; backoff and
+	// exhaustion follow it. Admission and explicit reconnects reset it.
+	Retries int
+	// Timer is the pending timer's ID (0 when none) and TimerPurpose its
+	// purpose.
+	Timer        uint64
+	TimerPurpose string
+	// ReadySince is when the server last became ready (0 when not ready).
+	ReadySince int64
+	// Launches are the times of this session's launches, newest last.
+	Launches []int64
+	// Config is the server's current config; InConfig is false once a
+	// config reading no longer lists it.
+	Config   events.ServerConfig
+	InConfig bool
+	// Held is true from a storm hold until the next launch: releasing a
+	// hold keeps the retry budget, so a crash loop still ends in failed.
+	Held bool
+	// Promptable is the config hash an approval was requested for and not
+	// yet decided ("" when none).
+	Promptable string
+}
+
+// State is everything the decider knows about a session. It is a value
+// folded from the session's events by [Evolve]; the zero value is a
+// session before its first event.
+//
+// Evolve updates a State's maps in place: whoever owns a State must not
+// share it with another goroutine, and must [State.Clone] it to keep an old
+// version.
+type State struct {
+	Seed      uint64
+	Options   events.DeciderOptions
+	Config    events.ConfigObserved
+	HasConfig bool
+	Servers   map[string]Server
+	LastTimer uint64 // the last timer ID scheduled; IDs start at 1
+	Stopping  bool
+}
+
+// Clone returns a copy of s that shares nothing mutable with it. (Slices
+// inside Server values are never appended to in place, so sharing their
+// backing arrays is safe.)
+func (s State) Clone() State {
+	s.Servers = maps.Clone(s.Servers)
+	return s
+}
+
+// Server returns the named server and whether it exists.
+func (s State) Server(name string) (Server, bool) {
+	srv, ok := s.Servers[name]
+	return srv, ok
+}
+
+// Names returns the servers' names, sorted.
+func (s State) Names() []string {
+	return slices.Sorted(maps.Keys(s.Servers))
+}
+
+// Evolve folds one event into s and returns it. It is total: an event it
+// has nothing to do with leaves s unchanged. Evolve never fails, so replay
+// of a recorded session always yields a state.
+func Evolve(s State, e events.Event) State {
+	if s.Servers == nil {
+		s.Servers = map[string]Server{}
+	}
+	switch p := e.Payload.(type) {
+	case *events.SessionStarted:
+		s.Seed = p.Seed
+		s.Options = WithDefaults(p.Options)
+	case *events.ConfigObserved:
+		s = evolveConfig(s, p)
+	case *events.ApprovalDecided:
+		if srv, ok := s.Servers[e.Server]; ok && p.Hash == srv.Config.Hash {
+			srv.Config.Approval = events.ApprovalFact{Decision: p.Decision, Hash: p.Hash, By: p.By, At: e.Time}
+			srv.Promptable = ""
+			s.Servers[e.Server] = srv
+		}
+	case *events.ServerTransitioned:
+		srv := s.Servers[e.Server]
+		srv.Name = e.Server
+		srv.Phase, srv.Reason = p.To, p.Reason
+		if p.Attempt > 0 {
+			srv.Attempt = p.Attempt
+		}
+		switch Trigger(p.Trigger) {
+		case TrigReconnect:
+			srv.Retries = 0
+		case TrigAdmit:
+			if !srv.Held {
+				srv.Retries = 0
+			}
+		}
+		switch p.To {
+		case events.StateLaunching:
+			srv.Launches = appendLaunch(srv.Launches, e.Time)
+			srv.Timer, srv.TimerPurpose = 0, ""
+			srv.Held = false
+		case events.StateReady:
+			srv.ReadySince = e.Time
+		case events.StateStopped, events.StateFailed:
+			srv.Timer, srv.TimerPurpose = 0, ""
+			srv.ReadySince = 0
+			if p.Reason == events.ReasonStormHold {
+				srv.Held = true
+			}
+		default:
+			srv.ReadySince = 0
+		}
+		s.Servers[e.Server] = srv
+	case *events.TimerScheduled:
+		srv := s.Servers[e.Server]
+		srv.Timer, srv.TimerPurpose = p.TimerID, p.Purpose
+		if p.Purpose == events.TimerBackoff {
+			srv.Retries = p.Retry
+		}
+		s.Servers[e.Server] = srv
+		s.LastTimer = max(s.LastTimer, p.TimerID)
+	case *events.TimerFired:
+		if srv, ok := s.Servers[e.Server]; ok && srv.Timer == p.TimerID {
+			srv.Timer, srv.TimerPurpose = 0, ""
+			s.Servers[e.Server] = srv
+		}
+	case *events.ApprovalRequested:
+		if srv, ok := s.Servers[e.Server]; ok {
+			srv.Promptable = p.Hash
+			s.Servers[e.Server] = srv
+		}
+	case *events.StopRequested:
+		if e.Server == "" {
+			s.Stopping = true
+		}
+	}
+	return s
+}
+
+// maxLaunches bounds how many launch times a server keeps; the storm
+// breaker needs at most its limit.
+const maxLaunches = 64
+
+func appendLaunch(l []int64, t int64) []int64 {
+	n := append(slices.Clip(l), t) // never write into a shared backing array
+	if len(n) > maxLaunches {
+		n = n[len(n)-maxLaunches:]
+	}
+	return n
+}
+
+func evolveConfig(s State, p *events.ConfigObserved) State {
+	s.Config, s.HasConfig = *p, true
+	seen := make(map[string]bool, len(p.Servers))
+	for _, c := range p.Servers {
+		seen[c.Name] = true
+		srv, ok := s.Servers[c.Name]
+		if !ok || !srv.InConfig && srv.Phase == events.StateStopped {
+			if !ok {
+				srv = Server{Name: c.Name, Phase: events.StateConfiguring}
+			}
+		}
+		srv.Config, srv.InConfig = c, true
+		s.Servers[c.Name] = srv
+	}
+	for name, srv := range s.Servers {
+		if !seen[name] && srv.InConfig {
+			srv.InConfig = false
+			s.Servers[name] = srv
+		}
+	}
+	return s
+}
