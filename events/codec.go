@@ -169,3 +169,5 @@ func PeekKind(rec []byte) (Kind, uint16, string, error) {
 	}
 	return Kind(h.Kind), h.V, h.Server, nil
 }
+
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -97,7 +97,7 @@ type ConfigObserved struct {
 	HasLaunchBound bool     `msgpack:"has_launch_bound,omitempty" json:"has_launch_bound,omitempty"`
 	// Allowed is the settings allow-list; HasAllowed distinguishes absent
 	// (allow all) from [] (deny all).
-	Allowed    []string       `msgpack:"allowed,omitempty" json:"allowed,omitempty"`
+	Allowed    []string       `msgpack:"allowed" json:"allowed"` // nil = absent, [] = deny all
 	HasAllowed bool           `msgpack:"has_allowed,omitempty" json:"has_allowed,omitempty"`
 	Excluded   []string       `msgpack:"excluded,omitempty" json:"excluded,omitempty"`
 	Servers    []ServerConfig `msgpack:"servers" json:"servers"`
