@@ -124,7 +124,7 @@ func errExit(code int) *events.ClassifiedError {
 
 // describe renders an event as one line for golden files.
 func describe(e events.Event) string {
-	s := fmt.Sprintf("#%d %s", e.Seq, e.Kind)
+	s := fmt.Sprintf("s%d#%d %s", e.Session[0], e.Seq, e.Kind)
 	if e.Server != "" {
 		s += " " + e.Server
 	}
