@@ -259,6 +259,7 @@ func (d *decider) reconcile(p *events.ConfigObserved) error {
 		return nil
 	}
 	names := map[string]bool{}
+	//determinism: builds a set whose keys are sorted below
 	for n := range d.prev.Servers {
 		names[n] = true
 	}
@@ -455,6 +456,7 @@ func (d *decider) stop(p *events.StopRequested) error {
 
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
+	//determinism: collects keys, sorted before return
 	for k := range m {
 		out = append(out, k)
 	}

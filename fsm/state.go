@@ -222,6 +222,7 @@ func evolveConfig(s State, p *events.ConfigObserved) State {
 		srv.Config, srv.InConfig = c, true
 		s.Servers[c.Name] = srv
 	}
+	//determinism: each iteration writes only its own key
 	for name, srv := range s.Servers {
 		if !seen[name] && srv.InConfig {
 			srv.InConfig = false
