@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Options configure [Open]. A nil *Options or a zero field gives the
+// documented default.
+type Options struct {
+	// Logger receives the journal's few log lines (open, close, failed
+	// commits). Nil means silent.
+	Logger *slog.Logger
+
+	// ReadOnly opens the file with a shared lock for reading: many readers
+	// may share it, but no writer can open it meanwhile (and a reader
+	// cannot open it while a writer holds it). Appends fail with
+	// [ErrReadOnly]. The file must exist.
+	ReadOnly bool
+
+	// LockTimeout bounds the wait for the file lock; when it passes, Open
+	// fails with [ErrLocked]. Default 1s.
+	LockTimeout time.Duration
+
+	// MaxSize caps the file size in bytes; a commit that would grow the
+	// file past it fails with [ErrFull]. 0 means no cap.
+	MaxSize int
+
+	// NoSync skips fsync on commit. THIS IS UNSAFE: a crash can lose or
+	// corrupt acknowledged events. Only for tests and CPU benchmarks.
+	NoSync bool
+
+	// MaxBatch caps the number of events the writer puts in one commit.
+	// A single append larger than MaxBatch still commits whole. Default 1024.
+	MaxBatch int
+}
+
+// Defaults for zero Options fields.
+const (
+	DefaultLockTimeout = time.Second
+	DefaultMaxBatch    = 1024
+)
+
+// initialMmapSize is mapped up front so that read transactions rarely
+// block the writer on a remap (journal-notes §3.2).
+const initialMmapSize = 1 << 30
+
+// Journal is the durable event journal: one bbolt file holding every
+// session's events, a global log across sessions, per-session heads with
+// a hash chain, and an index of event IDs. Open one with [Open].
+type Journal struct {
+	db       *bolt.DB
+	path     string
+	log      *slog.Logger
+	readOnly bool
+	maxBatch int
+
+	// reqs carries appends to the writer goroutine, which owns every write
+	// transaction. quit is closed by Close; writerDone by the writer on exit.
+	reqs       chan *request
+	quit       chan struct{}
+	writerDone chan struct{}
+
+	// mu guards closed. Senders hold it shared while they enqueue, so once
+	// Close has set closed under the exclusive lock no request can enter
+	// reqs any more.
+	mu        sync.RWMutex
+	closed    bool
+	closeOnce sync.Once
+	closeErr  error
+
+	// commits is closed and replaced after every commit that stored
+	// events, waking followers.
+	commitMu sync.Mutex
+	commits  chan struct{}
+}
+
+// Open opens the journal at path, creating the file (mode 0600) and its
+// directory (0700) if needed, and starts its writer. On a new file it
+// writes meta/format and meta/codec. Errors: [ErrLocked] (wrapped with the
+// path) when another process holds the file, [ErrNotJournal],
+// [ErrNewerFormat], and for a ReadOnly open of a missing file an error
+// wrapping fs.ErrNotExist.
+func Open(path string, opts *Options) (*Journal, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.ReadOnly {
+		info, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+		if info.Size() == 0 {
+			return nil, fmt.Errorf("open %s: %w: empty file", path, ErrNotJournal)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create journal directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         o.LockTimeout,
+		ReadOnly:        o.ReadOnly,
+		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  false,
+		NoSync:          o.NoSync,
+		MaxSize:         o.MaxSize,
+		InitialMmapSize: initialMmapSize,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, translate(err))
+	}
+	if err := initMeta(db, o.ReadOnly); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	j := &Journal{
+		db:         db,
+		path:       path,
+		log:        o.Logger.With(logKeyPath, path),
+		readOnly:   o.ReadOnly,
+		maxBatch:   o.MaxBatch,
+		reqs:       make(chan *request, o.MaxBatch),
+		quit:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		commits:    make(chan struct{}),
+	}
+	if o.ReadOnly {
+		close(j.writerDone)
+	} else {
+		go j.write() // owned by j: Close waits for writerDone
+	}
+	j.log.Info("journal opened", logKeyReadOnly, o.ReadOnly, logKeyNoSync, o.NoSync)
+	return j, nil
+}
+
+// Log keys.
+const (
+	logKeyPath     = "path"
+	logKeyReadOnly = "read_only"
+	logKeyNoSync   = "no_sync"
+	logKeyEvents   = "events"
+	logKeyRequests = "requests"
+	logKeyError    = "err"
+)
+
+// initMeta checks the meta bucket and, on a new writable file, creates it
+// and the other top-level buckets.
+func initMeta(db *bolt.DB, readOnly bool) error {
+	check := checkMeta
+	if readOnly {
+		return translate(db.View(check))
+	}
+	return translate(db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMeta) == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return errStop })
+			if !empty {
+				return fmt.Errorf("%w: bbolt file without a meta bucket", ErrNotJournal)
+			}
+			meta, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			for _, kv := range [][2][]byte{
+				{keyFormat, []byte(strconv.Itoa(FormatVersion))},
+				{keyCodec, []byte(strconv.Itoa(CodecVersion))},
+				{keyCreated, []byte(time.Now().UTC().Format(time.RFC3339Nano))},
+			} {
+				if err := meta.Put(kv[0], kv[1]); err != nil {
+					return err
+				}
+			}
+			for _, name := range [][]byte{bucketStreams, bucketLog, bucketHeads, bucketIDs} {
+				if _, err := tx.CreateBucket(name); err != nil {
+					return err
+				}
+			}
+		}
+		return check(tx)
+	}))
+}
+
+// parseVersion parses a decimal meta version; 0 is not a version.
+func parseVersion(v []byte) (uint64, error) {
+	n, err := strconv.ParseUint(string(v), 10, 32)
+	if err == nil && n == 0 {
+		err = errors.New("zero version")
+	}
+	return n, err
+}
+
+// errStop ends a ForEach early.
+var errStop = errors.New("stop")
+
+// Path returns the file the journal was opened from.
+func (j *Journal) Path() string { return j.path }
+
+// Close stops the writer and closes the file. Appends still queued fail
+// with [ErrClosed]; a batch already being committed finishes first.
+// Followers return [ErrClosed]. Close is idempotent and safe to call
+// concurrently with any method.
+func (j *Journal) Close() error {
+	j.closeOnce.Do(func() {
+		close(j.quit)
+		j.mu.Lock()
+		j.closed = true
+		j.mu.Unlock()
+		<-j.writerDone
+		for {
+			select {
+			case r := <-j.reqs:
+				r.p.finish(AppendResult{}, ErrClosed)
+				continue
+			default:
+			}
+			break
+		}
+		j.closeErr = translate(j.db.Close())
+		j.log.Info("journal closed")
+	})
+	return j.closeErr
+}
+
+// isClosed reports whether Close has been called.
+func (j *Journal) isClosed() bool {
+	select {
+	case <-j.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// view runs fn in a read transaction, translating errors.
+func (j *Journal) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if j.isClosed() {
+		return ErrClosed
+	}
+	return translate(j.db.View(fn))
+}

@@ -1,0 +1,331 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// MemJournal is an in-memory journal with the same methods and semantics
+// as [Journal], minus durability: records are encoded, CRC'd and
+// hash-chained exactly as on disk, and reads decode them, so callers get
+// copies. It exists for tests of other packages and passes the same
+// conformance suite (store/storetest). Appends commit synchronously, so
+// [MemJournal.Submit] returns a Pending that is already done.
+type MemJournal struct {
+	mu      sync.Mutex
+	closed  bool
+	st      *stager
+	streams map[uuid.UUID][][]byte // records by seq-1
+	heads   map[uuid.UUID]SessionInfo
+	log     []memPos // by gpos-1
+	ids     map[uuid.UUID]memPos
+	commits chan struct{} // closed and replaced after every append that stored events
+	quit    chan struct{} // closed by Close
+}
+
+type memPos struct {
+	sid uuid.UUID
+	seq uint64
+}
+
+// NewMem returns an empty in-memory journal.
+func NewMem() *MemJournal {
+	return &MemJournal{
+		st:      newStager(),
+		streams: make(map[uuid.UUID][][]byte),
+		heads:   make(map[uuid.UUID]SessionInfo),
+		ids:     make(map[uuid.UUID]memPos),
+		commits: make(chan struct{}),
+		quit:    make(chan struct{}),
+	}
+}
+
+// Close marks the journal closed: later calls fail with [ErrClosed] and
+// followers return. It is idempotent.
+func (m *MemJournal) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.closed = true
+		close(m.quit)
+	}
+	return nil
+}
+
+// Append is [Journal.Append] in memory.
+func (m *MemJournal) Append(ctx context.Context, session uuid.UUID, exp Expect, evs []events.Event) (AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return AppendResult{}, err
+	}
+	r, err := newRequest(session, exp, evs)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	m.apply(r)
+	return r.p.Wait(ctx)
+}
+
+// Submit is [Journal.Submit] in memory; the returned Pending is done.
+func (m *MemJournal) Submit(session uuid.UUID, exp Expect, evs []events.Event) *Pending {
+	r, err := newRequest(session, exp, evs)
+	if err != nil {
+		return failed(err)
+	}
+	m.apply(r)
+	return r.p
+}
+
+// apply commits r and finishes its Pending.
+func (m *MemJournal) apply(r *request) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		r.p.finish(AppendResult{}, ErrClosed)
+		return
+	}
+	m.st.arena = nil // records are kept, so never reuse their memory
+	s, err := m.st.stage(memView{m}, r, uint64(len(m.log)))
+	if err == nil && !s.res.Duplicate {
+		for i, rec := range s.recs {
+			e := &r.evs[i]
+			m.streams[r.session] = append(m.streams[r.session], rec)
+			m.log = append(m.log, memPos{r.session, e.Seq})
+			m.ids[e.ID] = memPos{r.session, e.Seq}
+		}
+		m.heads[r.session] = s.info
+		close(m.commits)
+		m.commits = make(chan struct{})
+	}
+	m.mu.Unlock()
+	r.p.finish(s.res, err)
+}
+
+// memView is the view of a MemJournal for staging; m.mu is held.
+type memView struct{ m *MemJournal }
+
+func (v memView) head(sid uuid.UUID) (SessionInfo, bool, error) {
+	info, ok := v.m.heads[sid]
+	if !ok {
+		info.Session = sid
+	}
+	return info, ok, nil
+}
+
+func (v memView) position(id uuid.UUID) (uuid.UUID, uint64, bool) {
+	p, ok := v.m.ids[id]
+	return p.sid, p.seq, ok
+}
+
+func (v memView) record(sid uuid.UUID, seq uint64) []byte {
+	recs := v.m.streams[sid]
+	if seq == 0 || seq > uint64(len(recs)) {
+		return nil
+	}
+	return recs[seq-1]
+}
+
+// Sessions is [Journal.Sessions] in memory.
+func (m *MemJournal) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	out := make([]SessionInfo, 0, len(m.heads))
+	for _, info := range m.heads {
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return slices.Compare(a.Session[:], b.Session[:]) })
+	return out, nil
+}
+
+// Head is [Journal.Head] in memory.
+func (m *MemJournal) Head(ctx context.Context, session uuid.UUID) (SessionInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return SessionInfo{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return SessionInfo{}, ErrClosed
+	}
+	info, ok := m.heads[session]
+	if !ok {
+		return SessionInfo{}, fmt.Errorf("head of session %s: %w", session, ErrNotFound)
+	}
+	return info, nil
+}
+
+// memRec is a record copied out under the lock, to decode outside it.
+type memRec struct {
+	sid      uuid.UUID
+	seq, pos uint64
+	rec      []byte
+}
+
+// ReadSession is [Journal.ReadSession] in memory.
+func (m *MemJournal) ReadSession(ctx context.Context, session uuid.UUID, fromSeq uint64, fn func(events.Event) error) error {
+	next := max(fromSeq, 1)
+	dec := events.NewDecoder()
+	for {
+		var chunk []memRec
+		err := m.locked(ctx, func() error {
+			recs, ok := m.streams[session]
+			if !ok {
+				return ErrNotFound
+			}
+			for seq := next; seq <= uint64(len(recs)) && len(chunk) < readChunk; seq++ {
+				chunk = append(chunk, memRec{session, seq, 0, recs[seq-1]})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read session %s: %w", session, err)
+		}
+		if err := deliver(dec, chunk, fn); err != nil {
+			return err
+		}
+		if len(chunk) < readChunk {
+			return nil
+		}
+		next += uint64(len(chunk))
+	}
+}
+
+// ReadAll is [Journal.ReadAll] in memory.
+func (m *MemJournal) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
+	_, err := m.readAll(ctx, fromGPos, fn)
+	return err
+}
+
+func (m *MemJournal) readAll(ctx context.Context, from uint64, fn func(events.Event) error) (uint64, error) {
+	next := max(from, 1)
+	dec := events.NewDecoder()
+	for {
+		var chunk []memRec
+		err := m.locked(ctx, func() error {
+			for g := next; g <= uint64(len(m.log)) && len(chunk) < readChunk; g++ {
+				p := m.log[g-1]
+				chunk = append(chunk, memRec{p.sid, p.seq, g, m.streams[p.sid][p.seq-1]})
+			}
+			return nil
+		})
+		if err != nil {
+			return next, fmt.Errorf("read log from %d: %w", next, err)
+		}
+		if err := deliver(dec, chunk, fn); err != nil {
+			return next, err
+		}
+		next += uint64(len(chunk))
+		if len(chunk) < readChunk {
+			return next, nil
+		}
+	}
+}
+
+// Follow is [Journal.Follow] in memory.
+func (m *MemJournal) Follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
+	next := max(fromGPos, 1)
+	for {
+		m.mu.Lock()
+		wake := m.commits
+		m.mu.Unlock()
+		var err error
+		if next, err = m.readAll(ctx, next, fn); err != nil {
+			return err
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-m.quit:
+			return ErrClosed
+		}
+	}
+}
+
+// Verify is [Journal.Verify] in memory.
+func (m *MemJournal) Verify(ctx context.Context) (VerifyReport, error) {
+	var rep VerifyReport
+	err := m.locked(ctx, func() error {
+		idx := index{
+			log: func(gpos uint64) (uuid.UUID, uint64, bool) {
+				if gpos == 0 || gpos > uint64(len(m.log)) {
+					return uuid.Nil, 0, false
+				}
+				p := m.log[gpos-1]
+				return p.sid, p.seq, true
+			},
+			id: func(id uuid.UUID) (uuid.UUID, uint64, bool) {
+				p, ok := m.ids[id]
+				return p.sid, p.seq, ok
+			},
+		}
+		sids := make([]uuid.UUID, 0, len(m.streams))
+		for sid := range m.streams {
+			sids = append(sids, sid)
+		}
+		slices.SortFunc(sids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+		chk := newChecker()
+		for _, sid := range sids {
+			chk.reset(sid)
+			for i, rec := range m.streams[sid] {
+				if err := chk.record(uint64(i)+1, rec, idx); err != nil {
+					return err
+				}
+				rep.Events++
+			}
+			head, ok := m.heads[sid]
+			if err := chk.finish(head, ok); err != nil {
+				return err
+			}
+			rep.Sessions++
+		}
+		rep.LogEntries = uint64(len(m.log))
+		if len(m.heads) != len(m.streams) || rep.LogEntries != rep.Events || uint64(len(m.ids)) != rep.Events {
+			return &CorruptError{Reason: fmt.Sprintf("%d heads, %d log entries and %d ids for %d sessions with %d events",
+				len(m.heads), rep.LogEntries, len(m.ids), len(m.streams), rep.Events)}
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
+	return rep, nil
+}
+
+// locked runs fn under m.mu after checking ctx and Close.
+func (m *MemJournal) locked(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	return fn()
+}
+
+// deliver decodes a chunk of records and calls fn on each.
+func deliver(dec *events.Decoder, chunk []memRec, fn func(events.Event) error) error {
+	for _, r := range chunk {
+		e, err := decode(dec, r.sid, r.seq, r.pos, r.rec)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
