@@ -107,6 +107,17 @@ func ToolName(server, tool string) string {
 // hex digits). Every name is at most [MaxToolNameLen] bytes, and the names
 // of distinct refs differ unless 128 bits of SHA-256 collide.
 func ToolNames(refs []ToolRef) map[ToolRef]string {
+	names := nameRefs(refs)
+	out := make(map[ToolRef]string, len(refs))
+	for i, r := range refs {
+		out[r] = names[i]
+	}
+	return out
+}
+
+// nameRefs returns the [ToolNames] name of each ref: names[i] is refs[i]'s.
+// Equal refs get the same name.
+func nameRefs(refs []ToolRef) []string {
 	type slot struct {
 		ref   ToolRef
 		plain string
@@ -114,17 +125,25 @@ func ToolNames(refs []ToolRef) map[ToolRef]string {
 		hash  string // refHash, computed when first needed
 		name  string
 	}
-	// Sort and dedupe first: every later step then runs in a fixed order.
-	sorted := slices.Clone(refs)
-	slices.SortFunc(sorted, compareRefs)
-	sorted = slices.Compact(sorted)
-	slots := make([]slot, len(sorted))
-	for i, r := range sorted {
-		s := slot{ref: r, plain: plainName(r.Server, r.Tool)}
-		if len(s.plain) > MaxToolNameLen {
-			s.level = 1
+	// One slot per distinct ref: sort the refs' indices, then merge equal
+	// neighbours.
+	order := make([]int, len(refs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return compareRefs(refs[a], refs[b]) })
+	slotOf := make([]int, len(refs))
+	slots := make([]slot, 0, len(refs))
+	for k, i := range order {
+		if k == 0 || refs[i] != refs[order[k-1]] {
+			r := refs[i]
+			s := slot{ref: r, plain: plainName(r.Server, r.Tool)}
+			if len(s.plain) > MaxToolNameLen {
+				s.level = 1
+			}
+			slots = append(slots, s)
 		}
-		slots[i] = s
+		slotOf[i] = len(slots) - 1
 	}
 	name := func(s *slot) string {
 		if s.level == 0 {
@@ -135,16 +154,20 @@ func ToolNames(refs []ToolRef) map[ToolRef]string {
 		}
 		return suffixed(s.plain, s.hash, suffixLens[s.level])
 	}
-	byName := make(map[string][]int, len(slots))
+	// Move every slot whose name another slot shares to its next suffix
+	// length, all at once; repeat until no shared name can move. Each round
+	// depends only on the set of names, so the result does not depend on
+	// the order of refs.
+	count := make(map[string]int, len(slots))
 	for {
-		clear(byName)
+		clear(count)
 		for i := range slots {
 			slots[i].name = name(&slots[i])
-			byName[slots[i].name] = append(byName[slots[i].name], i)
+			count[slots[i].name]++
 		}
 		bumped := false
-		for i := range slots { // slot order, not map order
-			if len(byName[slots[i].name]) > 1 && slots[i].level < len(suffixLens)-1 {
+		for i := range slots {
+			if count[slots[i].name] > 1 && slots[i].level < len(suffixLens)-1 {
 				slots[i].level++
 				bumped = true
 			}
@@ -153,11 +176,11 @@ func ToolNames(refs []ToolRef) map[ToolRef]string {
 			break
 		}
 	}
-	out := make(map[ToolRef]string, len(slots))
-	for _, s := range slots {
-		out[s.ref] = s.name
+	names := make([]string, len(refs))
+	for i := range refs {
+		names[i] = slots[slotOf[i]].name
 	}
-	return out
+	return names
 }
 
 func compareRefs(a, b ToolRef) int {
