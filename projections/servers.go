@@ -22,6 +22,7 @@ type server struct {
 	fingerprint    string // events.Fingerprint of the config; "" until one is seen
 	live           []events.Tool
 	hasLive        bool // a tools.listed arrived since the server last (re)configured, stopped or failed
+	liveStale      bool // the connection that listed live has been lost since
 	pid            int
 	protoVersion   string
 	serverName     string
@@ -29,8 +30,9 @@ type server struct {
 }
 
 // visibleLive reports whether the server's live tools are in the catalog:
-// while ready, and stale while it reconnects (reconnecting, and the
-// launching and handshaking that follow a backoff) after a live list.
+// from its first tools.listed in a connection attempt on, while ready, and
+// (stale, see liveStale) while it reconnects: reconnecting, and the
+// launching and handshaking of the next attempts.
 func (s *server) visibleLive() bool {
 	if !s.hasLive {
 		return false
@@ -116,7 +118,7 @@ func (f *serverFold) apply(e events.Event) bool {
 			return false
 		}
 		s := f.get(e.Server, e.Time)
-		s.live, s.hasLive = cloneTools(p.Tools), true
+		s.live, s.hasLive, s.liveStale = cloneTools(p.Tools), true, false
 	default:
 		return false
 	}
@@ -154,15 +156,18 @@ func (f *serverFold) transition(s *server, p *events.ServerTransitioned, t int64
 	case events.StateReady:
 		s.connectedSince = t
 		s.err = ""
+		s.liveStale = false
+	case events.StateReconnecting:
+		s.liveStale = true
 	case events.StateLaunching: // a new attempt: its process.spawned sets the pid
 		s.pid = 0
 	case events.StateConfiguring:
 		s.err = ""
-		s.live, s.hasLive = nil, false
+		s.live, s.hasLive, s.liveStale = nil, false, false
 		s.protoVersion, s.serverName, s.serverVersion = "", "", ""
 		s.pid = 0
 	case events.StateStopped, events.StateFailed:
-		s.live, s.hasLive = nil, false
+		s.live, s.hasLive, s.liveStale = nil, false, false
 		s.pid = 0
 	}
 }
