@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -170,12 +171,7 @@ func (a *Approvals) List() []ApprovalRow {
 }
 
 func sortedApprovalKeys[V any](m map[approvalKey]V) []approvalKey {
-	keys := make([]approvalKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, compareApprovalKeys)
-	return keys
+	return slices.SortedFunc(maps.Keys(m), compareApprovalKeys)
 }
 
 func compareApprovalKeys(a, b approvalKey) int {

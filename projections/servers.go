@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -67,12 +68,7 @@ func (f *serverFold) get(name string, t int64) *server {
 
 // sortedNames returns the names of every known server in order.
 func (f *serverFold) sortedNames() []string {
-	names := make([]string, 0, len(f.servers))
-	for n := range f.servers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(f.servers))
 }
 
 // apply folds e and reports whether it changed anything.

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -113,11 +114,7 @@ func (tc *ToolCache) Len() int { return len(tc.entries) }
 
 // Entries returns every cached list, sorted by server then fingerprint.
 func (tc *ToolCache) Entries() []CacheEntry {
-	keys := make([]cacheKey, 0, len(tc.entries))
-	for k := range tc.entries {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b cacheKey) int {
+	keys := slices.SortedFunc(maps.Keys(tc.entries), func(a, b cacheKey) int {
 		if c := strings.Compare(a.server, b.server); c != 0 {
 			return c
 		}
