@@ -179,7 +179,7 @@ func (c *Catalog) build() {
 		case s.state == events.StateStopped || s.state == events.StateFailed:
 			c.unavailable = append(c.unavailable, UnavailableServer{Server: n, State: s.state, Reason: s.reason, Error: s.err})
 			continue
-		case s.fingerprint != "": // connecting, no live list yet
+		case s.state != events.StateReady && s.fingerprint != "": // connecting, no live list yet
 			src.tools, src.deferred = c.cache.get(n, s.fingerprint), true
 		}
 		if len(src.tools) > 0 {

@@ -98,9 +98,15 @@ func TestCatalogGolden(t *testing.T) {
 }
 
 func TestCatalogDeferred(t *testing.T) {
-	j, s2 := twoSessions()
-	s2.tr("github", events.StateConfiguring, events.StateLaunching, "", 1, nil)
-	s2.tr("fs", events.StateConfiguring, events.StateLaunching, "", 1, nil)
+	// fresh returns the journal of twoSessions with github and fs launching
+	// in the second session; subtests that append take their own.
+	fresh := func() (*journal, *stream) {
+		j, s2 := twoSessions()
+		s2.tr("github", events.StateConfiguring, events.StateLaunching, "", 1, nil)
+		s2.tr("fs", events.StateConfiguring, events.StateLaunching, "", 1, nil)
+		return j, s2
+	}
+	j, _ := fresh()
 
 	check := func(t *testing.T, c *Catalog) {
 		t.Helper()
@@ -162,7 +168,26 @@ func TestCatalogDeferred(t *testing.T) {
 		}
 		check(t, c)
 	})
+	t.Run("ready without a list", func(t *testing.T) {
+		j, s2 := fresh()
+		// A server that became ready without listing tools (no tools
+		// capability) offers none: deferred tools are for servers still
+		// connecting.
+		c := NewCatalog(nil)
+		for _, e := range j.evs {
+			c.Apply(e)
+		}
+		c.Apply(s2.tr("github", events.StateLaunching, events.StateHandshaking, "", 1, nil))
+		if c.Len() != 3 {
+			t.Fatalf("len = %d while handshaking, want 3 deferred", c.Len())
+		}
+		c.Apply(s2.tr("github", events.StateHandshaking, events.StateReady, "", 1, nil))
+		if got := c.Entries(); len(got) != 0 {
+			t.Errorf("entries = %v, want none", entryNames(got))
+		}
+	})
 	t.Run("live list replaces deferred", func(t *testing.T) {
+		j, s2 := fresh()
 		c := NewCatalog(nil)
 		for _, e := range j.evs {
 			c.Apply(e)
