@@ -1,0 +1,539 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// conn is one connection attempt to one server: the process (stdio), the
+// MCP client session, and the goroutines watching them. The loop creates
+// it and tears it down; its own goroutines only report observations.
+type conn struct {
+	m       *Manager
+	server  string
+	attempt int
+	spec    ServerSpec
+	ctx     context.Context // ends when the conn is torn down
+	cancel  context.CancelFunc
+	relist  chan string // coalesced re-list requests (the trigger)
+	ready   chan struct{}
+
+	mu       sync.Mutex
+	proc     *process
+	cs       *mcp.ClientSession
+	stopping bool
+	inproc   *mcp.ServerSession
+	readyOne sync.Once
+}
+
+func newConn(m *Manager, server string, attempt int, spec ServerSpec) *conn {
+	ctx, cancel := context.WithCancel(m.ctx)
+	return &conn{m: m, server: server, attempt: attempt, spec: spec, ctx: ctx, cancel: cancel,
+		relist: make(chan string, 1), ready: make(chan struct{})}
+}
+
+// session returns the live client session, or nil.
+func (c *conn) session() *mcp.ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cs
+}
+
+func (c *conn) isStopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopping
+}
+
+// becameReady is called by the loop once the transition to ready is
+// journaled: health checks and re-listing start now.
+func (c *conn) becameReady() { c.readyOne.Do(func() { close(c.ready) }) }
+
+func (c *conn) startupTimeout() time.Duration {
+	if c.spec.Timeout > 0 {
+		return c.spec.Timeout
+	}
+	return c.m.opts.StartupTimeout
+}
+
+func (c *conn) protocolVersion() string {
+	if v := c.spec.Config.ProtocolVersion; v != "" {
+		return v
+	}
+	return c.m.opts.ProtocolVersion
+}
+
+// run connects, handshakes and lists, reporting each step; then it watches
+// the session until it ends.
+func (c *conn) run() {
+	m := c.m
+	transport, err := c.open()
+	if err != nil {
+		c.fail("spawn", err)
+		return
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
+		&mcp.ClientOptions{
+			Logger: m.log,
+			// Advertise nothing we do not implement (no roots, sampling or
+			// elicitation): go-sdk's default advertises roots.
+			Capabilities:               &mcp.ClientCapabilities{},
+			ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.requestRelist("list_changed") },
+			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.requestRelist("resources_changed") },
+			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.requestRelist("prompts_changed") },
+		})
+	// SSE binds the session to the Connect context (go-sdk-notes.md §6.6),
+	// so the handshake deadline is enforced by a watchdog instead.
+	cctx := c.ctx
+	var cancel context.CancelFunc = func() {}
+	if c.spec.Config.Transport != events.TransportSSE {
+		cctx, cancel = context.WithTimeout(c.ctx, c.startupTimeout())
+	} else {
+		wd := time.AfterFunc(c.startupTimeout(), c.cancel)
+		cancel = func() { wd.Stop() }
+	}
+	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: c.protocolVersion()})
+	cancel()
+	if err != nil {
+		if c.spec.Config.Transport == events.TransportSSE && errors.Is(c.ctx.Err(), context.Canceled) && !c.isStopping() {
+			err = fmt.Errorf("initialize: %w", context.DeadlineExceeded)
+		}
+		c.fail("handshake", err)
+		return
+	}
+	c.mu.Lock()
+	c.cs = cs
+	stopping := c.stopping
+	c.mu.Unlock()
+	if stopping {
+		_ = cs.Close()
+		return
+	}
+	ir := cs.InitializeResult()
+	hs := &events.HandshakeCompleted{Attempt: c.attempt, SessionID: cs.ID()}
+	if ir != nil {
+		hs.ProtocolVersion, hs.Instructions = ir.ProtocolVersion, ir.Instructions
+		if ir.ServerInfo != nil {
+			hs.ServerName, hs.ServerVersion = ir.ServerInfo.Name, ir.ServerInfo.Version
+		}
+		hs.Capabilities = capabilities(ir.Capabilities)
+	}
+	m.observe(c, hs)
+	m.goFunc(c.watch)
+	tools, err := c.listTools()
+	if err != nil {
+		c.fail("list", err)
+		return
+	}
+	m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: "initial", Tools: tools})
+	c.listExtras(hs.Capabilities)
+	select {
+	case <-c.ready:
+	case <-c.ctx.Done():
+		return
+	}
+	m.goFunc(c.health)
+	c.relistLoop()
+}
+
+// open starts the transport: spawns a stdio process (reporting
+// process.spawned), probes an HTTP endpoint (transport.opened), or
+// attaches an in-process server.
+func (c *conn) open() (mcp.Transport, error) {
+	m := c.m
+	switch c.spec.Config.Transport {
+	case events.TransportStdio:
+		p, err := spawn(&c.spec)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.proc = p
+		c.mu.Unlock()
+		m.observe(c, &events.ProcessSpawned{Attempt: c.attempt, PID: p.pid, PGID: p.pid, Command: c.spec.Config.Command})
+		m.goFunc(c.reap)
+		out := newJSONLines(p.out, func(line string) {
+			m.log.Warn("server wrote a non-JSON line on stdout; skipped", "server", c.server, "line", line)
+		})
+		return &mcp.IOTransport{Reader: out, Writer: p.stdin}, nil
+	case events.TransportHTTP, events.TransportSSE:
+		u, err := url.Parse(c.spec.URL)
+		if err != nil {
+			return nil, err
+		}
+		host := u.Host
+		if u.Port() == "" {
+			host = net.JoinHostPort(u.Hostname(), map[string]string{"https": "443"}[u.Scheme])
+			if u.Scheme != "https" {
+				host = net.JoinHostPort(u.Hostname(), "80")
+			}
+		}
+		d := net.Dialer{Timeout: min(c.startupTimeout(), 10*time.Second)}
+		nc, err := d.DialContext(c.ctx, "tcp", host)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s unreachable: %w", host, err)
+		}
+		_ = nc.Close()
+		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: c.spec.Config.Transport, Endpoint: c.spec.URL})
+		hc := &http.Client{Transport: &headerTransport{base: newHTTPTransport(), headers: c.spec.Headers}}
+		if c.spec.Config.Transport == events.TransportSSE {
+			return &mcp.SSEClientTransport{Endpoint: c.spec.URL, HTTPClient: hc}, nil
+		}
+		return &mcp.StreamableClientTransport{Endpoint: c.spec.URL, HTTPClient: hc, MaxRetries: 2}, nil
+	case events.TransportInProcess:
+		srv := m.opts.InProcess[c.server]
+		if srv == nil {
+			return nil, fmt.Errorf("in-process server %q is not registered", c.server)
+		}
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(c.ctx, st, nil)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.inproc = ss
+		c.mu.Unlock()
+		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: events.TransportInProcess, Endpoint: "in-process"})
+		return ct, nil
+	}
+	return nil, fmt.Errorf("unknown transport %q", c.spec.Config.Transport)
+}
+
+// newHTTPTransport returns an http.Transport with its timeouts on the
+// transport (dial, TLS, response headers), never on http.Client.Timeout,
+// which would cut the long-lived SSE stream (go-sdk-notes.md §6.11).
+func newHTTPTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConnsPerHost:   16,
+	}
+}
+
+// headerTransport adds a server's configured headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
+
+// fail reports a failed attempt and tears the attempt's resources down.
+func (c *conn) fail(phase string, err error) {
+	if c.isStopping() {
+		return
+	}
+	c.m.observe(c, &events.ConnectFailed{Attempt: c.attempt, Phase: phase, Error: classifyConnect(phase, err)})
+}
+
+// reap waits for the stdio process and reports its exit.
+func (c *conn) reap() {
+	c.mu.Lock()
+	p := c.proc
+	c.mu.Unlock()
+	p.wait()
+	code, sig := p.exitStatus()
+	c.m.observe(c, &events.ProcessExited{Attempt: c.attempt, PID: p.pid, ExitCode: code, Signal: sig,
+		StderrTail: p.tail.Lines(), Expected: p.isExpected() || c.isStopping()})
+	// The leader is gone: kill what is left of its group, and close the
+	// session so calls in flight fail now rather than at their deadline.
+	p.markExpected()
+	_ = killGroup(p.pid)
+	if cs := c.session(); cs != nil {
+		c.m.goFunc(func() { c.m.closeBounded(cs, time.Second) })
+	}
+}
+
+// watch waits for the session to end and reports it unless mcpledger
+// ended it.
+func (c *conn) watch() {
+	cs := c.session()
+	if cs == nil {
+		return
+	}
+	err := cs.Wait()
+	if c.isStopping() || c.ctx.Err() != nil {
+		return
+	}
+	if c.spec.Config.Transport == events.TransportStdio {
+		// The process watcher reports the exit with its code and stderr;
+		// a closed pipe without an exit is reported here.
+		c.mu.Lock()
+		p := c.proc
+		c.mu.Unlock()
+		select {
+		case <-p.done:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	c.m.observe(c, &events.TransportClosed{Attempt: c.attempt, Error: classifyClosed(err)})
+}
+
+// health pings the server every PingInterval; consecutive failures are
+// reported, and the decider declares the session broken after K of them.
+func (c *conn) health() {
+	iv := c.m.opts.PingInterval
+	if iv < 0 {
+		return
+	}
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	fails := 0
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		cs := c.session()
+		if cs == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.PingTimeout)
+		err := cs.Ping(ctx, nil)
+		cancel()
+		if c.ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			fails = 0
+			continue
+		}
+		fails++
+		c.m.observe(c, &events.PingFailed{Attempt: c.attempt, Consecutive: fails, Error: err.Error()})
+	}
+}
+
+func (c *conn) requestRelist(trigger string) {
+	select {
+	case c.relist <- trigger:
+	default: // one pending re-list covers this one too
+	}
+}
+
+// relistLoop re-lists tools when the server says they changed, on demand
+// (Refresh), and every RelistInterval if set.
+func (c *conn) relistLoop() {
+	var tick <-chan time.Time
+	if iv := c.m.opts.RelistInterval; iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		trigger := "interval"
+		select {
+		case <-c.ctx.Done():
+			return
+		case trigger = <-c.relist:
+		case <-tick:
+		}
+		switch trigger {
+		case "resources_changed", "prompts_changed":
+			if ir := c.session().InitializeResult(); ir != nil {
+				c.listExtras(capabilities(ir.Capabilities))
+			}
+			continue
+		}
+		tools, err := c.listTools()
+		if c.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.m.log.Warn("re-listing tools failed", "server", c.server, "err", err)
+			continue
+		}
+		c.m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: trigger, Tools: tools})
+	}
+}
+
+// listTools lists every page of tools, with a deadline.
+func (c *conn) listTools() ([]events.Tool, error) {
+	cs := c.session()
+	if cs == nil {
+		return nil, errNoSession
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.ListTimeout)
+	defer cancel()
+	var out []events.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, toolOf(t))
+	}
+	return out, nil
+}
+
+// listExtras lists resources, templates and prompts, best-effort: a
+// failure is recorded on the event and changes nothing else.
+func (c *conn) listExtras(caps events.Capabilities) {
+	cs := c.session()
+	if cs == nil {
+		return
+	}
+	if caps.Resources {
+		ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.ListTimeout)
+		ev := &events.ResourcesListed{Attempt: c.attempt}
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				ev.Error = err.Error()
+				break
+			}
+			ev.Resources = append(ev.Resources, events.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType})
+		}
+		for r, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				if ev.Error == "" {
+					ev.Error = err.Error()
+				}
+				break
+			}
+			ev.Templates = append(ev.Templates, events.ResourceTemplate{URITemplate: r.URITemplate, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType})
+		}
+		cancel()
+		if c.ctx.Err() == nil {
+			c.m.observe(c, ev)
+		}
+	}
+	if caps.Prompts {
+		ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.ListTimeout)
+		ev := &events.PromptsListed{Attempt: c.attempt}
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				ev.Error = err.Error()
+				break
+			}
+			pr := events.Prompt{Name: p.Name, Description: p.Description}
+			for _, a := range p.Arguments {
+				pr.Arguments = append(pr.Arguments, events.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+			}
+			ev.Prompts = append(ev.Prompts, pr)
+		}
+		cancel()
+		if c.ctx.Err() == nil {
+			c.m.observe(c, ev)
+		}
+	}
+}
+
+// shutdown ends the connection: gracefully (close the session, then
+// close-stdin → SIGTERM → SIGKILL the process group) or at once.
+func (c *conn) shutdown(graceful bool) {
+	c.mu.Lock()
+	c.stopping = true
+	p, cs, ss := c.proc, c.cs, c.inproc
+	c.mu.Unlock()
+	grace := c.m.opts.TerminateGrace
+	if p != nil {
+		if graceful {
+			p.terminate(grace)
+		} else {
+			p.kill()
+		}
+	}
+	c.cancel()
+	if cs != nil {
+		c.m.closeBounded(cs, 2*grace)
+	}
+	if ss != nil {
+		_ = ss.Close()
+	}
+}
+
+// closeBounded closes a client session without letting go-sdk's graceful
+// Close hang (it waits for calls in flight, go-sdk-notes.md §6.2).
+// The goroutine that runs Close is owned by the Manager; Close returns once
+// the transport is closed, which shutdown guarantees by ending the process
+// or the connection first.
+func (m *Manager) closeBounded(cs *mcp.ClientSession, d time.Duration) {
+	done := make(chan struct{})
+	m.goFunc(func() {
+		_ = cs.Close()
+		close(done)
+	})
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+func capabilities(sc *mcp.ServerCapabilities) events.Capabilities {
+	var c events.Capabilities
+	if sc == nil {
+		return c
+	}
+	if sc.Tools != nil {
+		c.Tools, c.ToolsListChanged = true, sc.Tools.ListChanged
+	}
+	if sc.Resources != nil {
+		c.Resources, c.ResourcesSubscribe, c.ResourcesListChange = true, sc.Resources.Subscribe, sc.Resources.ListChanged
+	}
+	if sc.Prompts != nil {
+		c.Prompts, c.PromptsListChanged = true, sc.Prompts.ListChanged
+	}
+	c.Logging = sc.Logging != nil
+	c.Completions = sc.Completions != nil
+	return c
+}
+
+// toolOf converts a listed tool to its journal form, with canonical JSON
+// schemas and the definition hash approvals pin.
+func toolOf(t *mcp.Tool) events.Tool {
+	in := canonicalJSON(t.InputSchema)
+	et := events.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: in,
+		OutputSchema: canonicalJSON(t.OutputSchema), DefHash: events.ToolDefHash(t.Name, t.Description, in)}
+	if a := t.Annotations; a != nil {
+		et.Annotations = events.ToolAnnotations{ReadOnly: boolPtr(a.ReadOnlyHint), Destructive: a.DestructiveHint,
+			Idempotent: boolPtr(a.IdempotentHint), OpenWorld: a.OpenWorldHint}
+	}
+	return et
+}
+
+func boolPtr(b bool) *bool {
+	if !b {
+		return nil
+	}
+	return &b
+}
+
+// canonicalJSON re-encodes v with sorted object keys (encoding/json sorts
+// map keys), so the same schema always gives the same text.
+func canonicalJSON(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	var x any
+	if json.Unmarshal(b, &x) != nil {
+		return string(b)
+	}
+	b, _ = json.Marshal(x)
+	return string(b)
+}

@@ -1,0 +1,32 @@
+// Package runtime is mcpledger's supervisor: the [Manager] launches and
+// supervises MCP servers (stdio, Streamable HTTP, SSE, in-process), exposes
+// their tools, and writes every lifecycle transition, observation and tool
+// call to the journal before acting on it.
+//
+// # Usage
+//
+//	m, err := runtime.New(journal, &runtime.Options{Config: loader})
+//	report, err := m.Start(ctx)       // returns after the startup gate (250 ms)
+//	tools := m.Tools()                 // catalog: live and deferred tools
+//	res, err := m.CallTool(ctx, "mcp__files__read", args)
+//	m.Close()                          // fails pending calls, stops every server
+//
+// # Data flow
+//
+// One goroutine (the loop) owns the decider state (fsm.State) and the
+// projections. Commands from callers and observations from effects arrive
+// on one channel; the loop drains what is waiting, runs fsm.Decide on each
+// input, appends the inputs and their decisions to the journal in one
+// commit, applies them to the projections, publishes a read-only snapshot,
+// then starts the effects the decisions call for (spawn, connect, kill,
+// timers) in goroutines it owns. Effects never touch state: they report
+// back as observations. The journal is the only commit point: nothing is
+// visible to callers or acted on before it is durable.
+//
+// # Concurrency
+//
+// Every goroutine is started through the Manager's wait group and ends by
+// Close. Every MCP request carries a deadline. No server process outlives
+// Close: stdio servers run in their own process group, and shutdown
+// escalates close-stdin → SIGTERM → SIGKILL to the whole group.
+package runtime

@@ -1,0 +1,329 @@
+package runtime
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
+)
+
+// maxBatch bounds how many waiting inputs one commit takes.
+const maxBatch = 256
+
+// submit sends payload p about server to the loop as an input and waits
+// for the result (durable first when durable is true).
+func (m *Manager) submit(ctx context.Context, server string, p events.Payload, durable bool) (result, error) {
+	return m.submitReq(ctx, &request{ev: events.Event{Kind: p.Kind(), Server: server, Payload: p}, durable: durable})
+}
+
+func (m *Manager) submitReq(ctx context.Context, r *request) (result, error) {
+	if !m.started.Load() {
+		return result{}, ErrNotStarted
+	}
+	r.reply = make(chan result, 1)
+	select {
+	case m.inbox <- r:
+	case <-m.loopDone:
+		return result{}, ErrShuttingDown
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+	select {
+	case res := <-r.reply:
+		return res, res.err
+	case <-m.loopDone:
+		return result{}, ErrShuttingDown
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+}
+
+// post sends an observation without waiting for it. It never blocks once
+// the loop has ended.
+func (m *Manager) post(r *request) {
+	select {
+	case m.inbox <- r:
+	case <-m.loopDone:
+	}
+}
+
+// observe posts an observation from connection c.
+func (m *Manager) observe(c *conn, p events.Payload) {
+	m.post(&request{ev: events.Event{Kind: p.Kind(), Server: c.server, Payload: p}, durable: true, conn: c})
+}
+
+// loop is the one goroutine that owns the decider state, the projections,
+// the connections and the timers.
+func (m *Manager) loop() {
+	defer close(m.loopDone)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		m.armTimer(timer)
+		var batch []*request
+		select {
+		case r := <-m.inbox:
+			batch = append(batch, r)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-m.inbox:
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+		case <-timer.C:
+			batch = m.dueTimers()
+		case <-m.ctx.Done():
+			m.failWaiting()
+			return
+		}
+		if len(batch) > 0 {
+			m.process(batch)
+		}
+	}
+}
+
+// failWaiting answers every request still queued when the loop ends.
+func (m *Manager) failWaiting() {
+	for {
+		select {
+		case r := <-m.inbox:
+			if r.reply != nil {
+				r.reply <- result{err: ErrShuttingDown}
+			}
+		default:
+			return
+		}
+	}
+}
+
+// process decides a batch of inputs, appends them with their decisions in
+// one commit, applies them, publishes the view, starts effects, and
+// answers the requests.
+func (m *Manager) process(batch []*request) {
+	if m.broken != nil {
+		for _, r := range batch {
+			if r.reply != nil {
+				r.reply <- result{err: fmt.Errorf("%w: %w", ErrJournal, m.broken)}
+			}
+		}
+		return
+	}
+	scratch := m.state.Clone()
+	seq := m.lastSeq
+	var out []events.Event
+	durable := false
+	results := make([]result, len(batch))
+	spans := make([][2]int, len(batch))
+	for i, r := range batch {
+		if r.prepare != nil {
+			r.prepare()
+		}
+		in := r.ev
+		in.Session = m.sid
+		if in.Time == 0 {
+			in.Time = m.opts.Now().UnixNano()
+		}
+		in.Seq = seq + 1
+		in.ID = events.NewID()
+		decs, err := fsm.Decide(scratch, in)
+		if err != nil {
+			results[i].err = err // a refused command is not journaled
+			spans[i] = [2]int{-1, -1}
+			continue
+		}
+		seq++
+		start := len(out)
+		scratch = fsm.Evolve(scratch, in)
+		out = append(out, in)
+		for _, d := range decs {
+			seq++
+			d.Seq, d.ID = seq, events.NewID()
+			scratch = fsm.Evolve(scratch, d)
+			out = append(out, d)
+		}
+		spans[i] = [2]int{start, len(out)}
+		durable = durable || r.durable
+	}
+	if len(out) > 0 {
+		var err error
+		if durable {
+			err = m.j.Append(m.ctx, m.sid, out)
+		} else {
+			m.lastLater = m.j.AppendLater(m.sid, out)
+		}
+		if err != nil {
+			m.broken = err
+			m.log.Error("journal append failed; admitting no new work", "err", err)
+			for _, r := range batch {
+				if r.reply != nil {
+					r.reply <- result{err: fmt.Errorf("%w: %w", ErrJournal, err)}
+				}
+			}
+			return
+		}
+	}
+	m.state, m.lastSeq = scratch, seq
+	for _, e := range out {
+		m.set.Apply(e)
+	}
+	for i, r := range batch {
+		if sp := spans[i]; sp[0] >= 0 {
+			results[i].events = out[sp[0]:sp[1]]
+			m.effects(r, out[sp[0]:sp[1]])
+		}
+	}
+	m.publish(buildView(m.sid, m.lastSeq, m.set, m.conns))
+	for i, r := range batch {
+		if r.reply != nil {
+			r.reply <- results[i]
+		}
+	}
+}
+
+// effects starts what the journaled events call for. evs is one input
+// followed by its decisions.
+func (m *Manager) effects(r *request, evs []events.Event) {
+	for _, e := range evs {
+		switch p := e.Payload.(type) {
+		case *events.ServerTransitioned:
+			switch p.To {
+			case events.StateLaunching:
+				m.launch(e.Server, p.Attempt)
+			case events.StateReady:
+				if c := m.conns[e.Server]; c != nil && c.attempt == p.Attempt {
+					c.becameReady()
+				}
+			case events.StateReconnecting, events.StateFailed:
+				m.dropConn(e.Server, false)
+			case events.StateStopped:
+				m.dropConn(e.Server, true)
+			}
+		case *events.TimerScheduled:
+			heap.Push(&m.timers, &timerEntry{at: time.Unix(0, p.FireAt), server: e.Server,
+				id: p.TimerID, purpose: p.Purpose, attempt: p.Attempt})
+		}
+	}
+}
+
+// launch starts connection attempt attempt of server.
+func (m *Manager) launch(server string, attempt int) {
+	m.dropConn(server, false)
+	spec, ok := m.specs[server]
+	if !ok {
+		// Decided to launch a server whose spec we lost: report it as a
+		// failed spawn so the decider backs off.
+		c := &conn{m: m, server: server, attempt: attempt}
+		m.goFunc(func() {
+			m.observe(c, &events.ConnectFailed{Attempt: attempt, Phase: "spawn",
+				Error: events.ClassifiedError{Class: events.ErrSpawn, Message: "no resolved config for this server"}})
+		})
+		return
+	}
+	c := newConn(m, server, attempt, spec)
+	m.conns[server] = c
+	m.goFunc(c.run)
+}
+
+// dropConn tears down server's current connection, gracefully (stop) or
+// at once (a failure: the session is already broken).
+func (m *Manager) dropConn(server string, graceful bool) {
+	c := m.conns[server]
+	if c == nil {
+		return
+	}
+	delete(m.conns, server)
+	m.goFunc(func() { c.shutdown(graceful) })
+}
+
+// Timers: the loop keeps scheduled timers in a heap and waits for the
+// earliest one itself, so no goroutine outlives a timer.
+
+type timerEntry struct {
+	at      time.Time
+	server  string
+	id      uint64
+	purpose string
+	attempt int
+}
+
+type timerHeap []*timerEntry
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)        { *h = append(*h, x.(*timerEntry)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (m *Manager) armTimer(t *time.Timer) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	if len(m.timers) == 0 {
+		t.Reset(time.Hour)
+		return
+	}
+	t.Reset(max(time.Until(m.timers[0].at), 0))
+}
+
+// dueTimers pops every timer that is due and returns a timer.fired input
+// for each.
+func (m *Manager) dueTimers() []*request {
+	var out []*request
+	now := time.Now()
+	for len(m.timers) > 0 && !m.timers[0].at.After(now) {
+		te := heap.Pop(&m.timers).(*timerEntry)
+		out = append(out, &request{ev: events.Event{Kind: events.KindTimerFired, Server: te.server,
+			Payload: &events.TimerFired{TimerID: te.id, Purpose: te.purpose, Attempt: te.attempt}}, durable: true})
+	}
+	return out
+}
+
+// onLoop runs f on the loop goroutine and waits for it. It reports false if
+// the loop has ended.
+func (m *Manager) onLoop(ctx context.Context, f func()) bool {
+	done := make(chan struct{})
+	r := &request{prepare: func() { f(); close(done) }, noEvent: true}
+	select {
+	case m.inbox <- r:
+	case <-m.loopDone:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	case <-m.loopDone:
+		return false
+	}
+}
+
+func sortedNames[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+func sortServers(s []events.ServerConfig) {
+	slices.SortFunc(s, func(a, b events.ServerConfig) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+func removeServer(s []events.ServerConfig, name string) []events.ServerConfig {
+	return slices.DeleteFunc(s, func(c events.ServerConfig) bool { return c.Name == name })
+}
+
+var errNoSession = errors.New("runtime: no live session")

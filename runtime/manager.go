@@ -1,0 +1,358 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
+	"github.com/mcpledger/mcpledger/projections"
+)
+
+// Manager supervises a set of MCP servers for one session. Create it with
+// [New], then [Manager.Start]; every method is safe for concurrent use.
+type Manager struct {
+	j    Journal
+	opts Options
+	log  *slog.Logger
+	sid  uuid.UUID
+
+	ctx    context.Context // the manager's own; ends at the end of Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the manager starts
+
+	inbox    chan *request
+	loopDone chan struct{}
+
+	// calls in flight, so Close can fail them and wait.
+	callMu     sync.Mutex
+	closing    bool
+	calls      sync.WaitGroup
+	callCtx    context.Context
+	callCancel context.CancelFunc
+
+	started   atomic.Bool
+	startOnce sync.Once
+	closeOnce sync.Once
+	closeErr  error
+
+	view   atomic.Pointer[View]
+	subsMu sync.Mutex
+	subs   map[chan *View]struct{}
+
+	// Owned by the loop goroutine.
+	state     fsm.State
+	lastSeq   uint64
+	set       *projections.Set
+	conns     map[string]*conn
+	timers    timerHeap
+	specs     map[string]ServerSpec
+	broken    error
+	lastLater func(context.Context) error
+	history   history
+}
+
+// history is what earlier sessions in the journal tell a new one.
+type history struct {
+	launches map[string][]int64 // server → launch times (unix ns)
+	previous string             // an earlier session that never stopped
+}
+
+// request is one input for the loop: an event to decide and journal, and
+// whoever waits for it.
+type request struct {
+	ev      events.Event
+	noEvent bool        // only run prepare on the loop; nothing to decide
+	prepare func()      // runs on the loop before the input is decided
+	durable bool        // reply only once the batch is durable
+	conn    *conn       // the connection an observation comes from
+	reply   chan result // buffered; nil when nobody waits
+}
+
+type result struct {
+	err    error
+	events []events.Event // the input and its decisions, as journaled
+}
+
+// New returns a Manager that journals to j. It does nothing until Start.
+func New(j Journal, opts *Options) (*Manager, error) {
+	if j == nil {
+		return nil, errors.New("runtime: nil journal")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o = o.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	callCtx, callCancel := context.WithCancel(context.Background())
+	m := &Manager{j: j, opts: o, log: o.Logger, sid: uuid.Must(uuid.NewV7()), ctx: ctx, cancel: cancel,
+		inbox: make(chan *request, 256), loopDone: make(chan struct{}), callCtx: callCtx, callCancel: callCancel,
+		subs: map[chan *View]struct{}{}, set: projections.NewSet(), conns: map[string]*conn{},
+		specs: map[string]ServerSpec{}}
+	m.view.Store(&View{Session: m.sid, index: map[string]int{}, live: map[string]*conn{}, state: map[string]projections.ServerStatus{}})
+	return m, nil
+}
+
+// Session returns the ID of the session this Manager journals.
+func (m *Manager) Session() uuid.UUID { return m.sid }
+
+// goFunc runs f in a goroutine the Manager owns: Close waits for it.
+func (m *Manager) goFunc(f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+}
+
+// Snapshot returns the latest published View.
+func (m *Manager) Snapshot() *View { return m.view.Load() }
+
+// Tools returns the catalog: live tools of ready servers, stale tools of
+// reconnecting ones, and deferred tools (from the journal's tool cache) of
+// servers still connecting. Sorted by name.
+func (m *Manager) Tools() []projections.Entry { return m.view.Load().Catalog.Tools }
+
+// Status returns one row per server, sorted by name.
+func (m *Manager) Status() []projections.ServerStatus { return m.view.Load().Status }
+
+// Subscribe returns a channel that receives the latest View after each
+// change of status or catalog. Views are coalesced: a slow reader skips to
+// the newest. cancel unsubscribes.
+func (m *Manager) Subscribe() (views <-chan *View, cancel func()) {
+	ch := make(chan *View, 1)
+	m.subsMu.Lock()
+	m.subs[ch] = struct{}{}
+	m.subsMu.Unlock()
+	ch <- m.view.Load()
+	return ch, func() {
+		m.subsMu.Lock()
+		delete(m.subs, ch)
+		m.subsMu.Unlock()
+	}
+}
+
+func (m *Manager) publish(v *View) {
+	m.view.Store(v)
+	m.subsMu.Lock()
+	defer m.subsMu.Unlock()
+	for ch := range m.subs {
+		select {
+		case <-ch:
+		default:
+		}
+		ch <- v
+	}
+}
+
+// StartReport says what Start saw when its gate closed.
+type StartReport struct {
+	Session uuid.UUID
+	// Ready, Connecting, Failed and Stopped list servers by state.
+	Ready, Connecting, Failed, Stopped []string
+	// Deferred counts tools served from the tool cache for servers still
+	// connecting.
+	Deferred int
+	// Errors are config problems (unparsable files).
+	Errors []string
+	// Elapsed is how long Start took.
+	Elapsed time.Duration
+}
+
+// Start opens the session: it records session.started and the config,
+// connects every admitted server in parallel, and returns once every
+// server has settled (ready, failed or stopped) or the startup gate has
+// passed and every server still connecting has cached tools to offer as
+// deferred. A server without cached tools is waited for up to its startup
+// timeout. Start returns an error only if the journal refuses the session.
+func (m *Manager) Start(ctx context.Context) (StartReport, error) {
+	var rep StartReport
+	var err error
+	m.startOnce.Do(func() { rep, err = m.start(ctx) })
+	return rep, err
+}
+
+func (m *Manager) start(ctx context.Context) (StartReport, error) {
+	t0 := time.Now()
+	rep := StartReport{Session: m.sid}
+	if err := m.loadHistory(ctx); err != nil {
+		return rep, fmt.Errorf("runtime: read journal: %w", err)
+	}
+	m.goFunc(m.loop)
+	m.started.Store(true)
+	seed := m.opts.Seed
+	for seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		seed = binary.BigEndian.Uint64(b[:])
+	}
+	host, _ := os.Hostname()
+	opts := fsm.WithDefaults(m.opts.Decider)
+	if _, err := m.submit(ctx, "", &events.SessionStarted{Seed: seed, Build: m.opts.Build, Version: m.opts.Version,
+		PID: os.Getpid(), Host: host, Command: m.opts.Command, Options: opts, Previous: m.history.previous}, true); err != nil {
+		return rep, err
+	}
+	res, err := m.observeConfig(ctx, "start")
+	if err != nil {
+		return rep, err
+	}
+	if p, ok := res.events[0].Payload.(*events.ConfigObserved); ok {
+		rep.Errors = p.Errors
+	}
+	m.waitGate(ctx, t0)
+	v := m.view.Load()
+	for _, s := range v.Status {
+		switch s.State {
+		case events.StateReady:
+			rep.Ready = append(rep.Ready, s.Name)
+		case events.StateFailed:
+			rep.Failed = append(rep.Failed, s.Name)
+		case events.StateStopped:
+			rep.Stopped = append(rep.Stopped, s.Name)
+		default:
+			rep.Connecting = append(rep.Connecting, s.Name)
+		}
+	}
+	for _, t := range v.Catalog.Tools {
+		if t.Deferred {
+			rep.Deferred++
+		}
+	}
+	rep.Elapsed = time.Since(t0)
+	return rep, nil
+}
+
+// waitGate waits until the startup gate may close (see Start).
+func (m *Manager) waitGate(ctx context.Context, t0 time.Time) {
+	views, cancel := m.Subscribe()
+	defer cancel()
+	gate := time.NewTimer(m.opts.StartupGate)
+	defer gate.Stop()
+	gatePassed := false
+	deadline := time.NewTimer(m.opts.StartupTimeout + time.Second)
+	defer deadline.Stop()
+	for {
+		v := m.view.Load()
+		done := true
+		for _, s := range v.Status {
+			if settled(s.State) {
+				continue
+			}
+			if !gatePassed || !hasDeferred(v, s.Name) {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-views:
+		case <-gate.C:
+			gatePassed = true
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-m.ctx.Done():
+			return
+		}
+	}
+}
+
+func hasDeferred(v *View, server string) bool {
+	for _, t := range v.Catalog.Tools {
+		if t.Server == server && t.Deferred {
+			return true
+		}
+	}
+	return false
+}
+
+// loadHistory folds the journal's earlier sessions into the projections
+// (tool cache, approvals) and collects what the decider needs from them:
+// recent launches per server for the storm breaker, and a previous session
+// that never recorded session.stopped.
+func (m *Manager) loadHistory(ctx context.Context) error {
+	h := history{launches: map[string][]int64{}}
+	window := fsm.WithDefaults(m.opts.Decider).StormWindowMs * 1e6
+	now := m.opts.Now().UnixNano()
+	var last uuid.UUID
+	stopped := map[uuid.UUID]bool{}
+	err := m.j.ReadAll(ctx, 0, func(e events.Event) error {
+		m.set.Apply(e)
+		last = e.Session
+		switch p := e.Payload.(type) {
+		case *events.ServerTransitioned:
+			if p.To == events.StateLaunching && now-e.Time < window && e.Time <= now {
+				h.launches[e.Server] = append(h.launches[e.Server], e.Time)
+			}
+		case *events.SessionStopped:
+			stopped[e.Session] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if last != uuid.Nil && !stopped[last] {
+		h.previous = last.String()
+	}
+	m.history = h
+	return nil
+}
+
+// observeConfig loads the config and submits it as a config.observed
+// input. The loop completes it before deciding (see completeConfig).
+func (m *Manager) observeConfig(ctx context.Context, trigger string) (result, error) {
+	lc := m.opts.Config()
+	obs := lc.Observed
+	obs.Trigger = trigger
+	specs := map[string]ServerSpec{}
+	for name, s := range lc.Specs {
+		specs[name] = s
+	}
+	for _, name := range sortedNames(m.opts.InProcess) {
+		if _, clash := specs[name]; clash {
+			obs.Errors = append(obs.Errors, fmt.Sprintf("in-process server %q shadows a configured server of the same name; the configured one is ignored", name))
+			obs.Servers = removeServer(obs.Servers, name)
+		}
+		c := events.ServerConfig{Name: name, Scope: events.ScopeEmbed, Transport: events.TransportInProcess, Command: "in-process:" + name}
+		c.Hash = events.ConfigHash(&c)
+		obs.Servers = append(obs.Servers, c)
+		specs[name] = ServerSpec{Config: c}
+	}
+	sortServers(obs.Servers)
+	req := &request{ev: events.Event{Kind: events.KindConfigObserved, Payload: &obs}, durable: true}
+	req.prepare = func() {
+		m.completeConfig(&obs)
+		m.specs = specs
+	}
+	return m.submitReq(ctx, req)
+}
+
+// completeConfig fills, on the loop, what the decider needs from the
+// journal: each server's launches from earlier sessions (storm breaker) and
+// the latest approval decision for gated servers.
+func (m *Manager) completeConfig(obs *events.ConfigObserved) {
+	for i := range obs.Servers {
+		c := &obs.Servers[i]
+		c.RecentLaunches = append([]int64(nil), m.history.launches[c.Name]...)
+		if !c.Gated {
+			continue
+		}
+		if d, ok := m.set.Approvals.Lookup(obs.Workspace, c.Name); ok {
+			c.Approval = events.ApprovalFact{Decision: d.Decision, Hash: d.Hash, By: d.By, At: d.At}
+		}
+	}
+}

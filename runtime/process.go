@@ -1,0 +1,258 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// stderrTailLines is how many of a server's last stderr lines are kept and
+// journaled when it exits.
+const stderrTailLines = 20
+
+// process is one stdio server process, leader of its own process group.
+type process struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   io.ReadCloser
+	pid   int
+	tail  *tail
+	done  chan struct{} // closed when the leader has been reaped
+	state *os.ProcessState
+	werr  error
+
+	mu       sync.Mutex
+	expected bool // mcpledger asked it to end
+}
+
+// spawn starts spec's command in a new process group with stdio pipes.
+// The child gets SIGKILL if mcpledger dies (Pdeathsig), so a kill -9 of
+// mcpledger does not leave it running.
+func spawn(spec *ServerSpec) (*process, error) {
+	cmd := exec.Command(spec.Command, spec.Args...)
+	// The server inherits mcpledger's environment plus its own env block.
+	cmd.Env = append(cmd.Environ(), spec.Env...)
+	cmd.Dir = spec.Cwd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, stdin: stdin, out: stdout, tail: newTail(stderrTailLines), done: make(chan struct{})}
+	cmd.Stderr = p.tail
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p.pid = cmd.Process.Pid
+	return p, nil
+}
+
+// wait reaps the leader; it is run by exactly one goroutine, which owns it.
+func (p *process) wait() {
+	p.werr = p.cmd.Wait()
+	p.state = p.cmd.ProcessState
+	close(p.done)
+}
+
+func (p *process) markExpected() {
+	p.mu.Lock()
+	p.expected = true
+	p.mu.Unlock()
+}
+
+func (p *process) isExpected() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.expected
+}
+
+// exitStatus returns the exit code (or -1) and the signal name, if any.
+func (p *process) exitStatus() (int, string) {
+	if p.state == nil {
+		return -1, ""
+	}
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, ws.Signal().String()
+	}
+	return p.state.ExitCode(), ""
+}
+
+// terminate ends the whole process group: close stdin, wait grace; SIGTERM
+// the group, wait grace; SIGKILL the group. It returns when the leader has
+// been reaped and the group has been sent SIGKILL (grandchildren that
+// outlived the leader included). It never takes much longer than 2×grace.
+func (p *process) terminate(grace time.Duration) {
+	p.markExpected()
+	_ = p.stdin.Close()
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	// The leader is gone; anything left in its group (a wrapper's
+	// grandchild) is killed too.
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+}
+
+// kill ends the group at once (abort path, or a hung server).
+func (p *process) kill() {
+	p.markExpected()
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	_ = p.stdin.Close()
+	<-p.done
+}
+
+// tail keeps the last n lines written to it (a server's stderr).
+type tail struct {
+	mu      sync.Mutex
+	n       int
+	lines   []string
+	partial []byte
+	total   int
+}
+
+func newTail(n int) *tail { return &tail{n: n} }
+
+// Write implements io.Writer; it never fails.
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total += len(b)
+	data := append(t.partial, b...)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		t.push(string(bytes.TrimRight(data[:i], "\r")))
+		data = data[i+1:]
+	}
+	if len(data) > 4096 {
+		data = data[len(data)-4096:]
+	}
+	t.partial = append(t.partial[:0], data...)
+	return len(b), nil
+}
+
+func (t *tail) push(line string) {
+	if len(line) > 512 {
+		line = line[:512] + "…"
+	}
+	t.lines = append(t.lines, line)
+	if len(t.lines) > t.n {
+		t.lines = t.lines[len(t.lines)-t.n:]
+	}
+}
+
+// Lines returns the kept lines, including an unterminated last one.
+func (t *tail) Lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]string(nil), t.lines...)
+	if len(t.partial) > 0 {
+		out = append(out, string(t.partial))
+	}
+	return out
+}
+
+// jsonLines passes through only lines that can be JSON-RPC messages (the
+// first non-space byte is '{' or '['). Anything else a server prints on
+// stdout (banners, logs) is skipped and reported to skipped, instead of
+// breaking the session.
+type jsonLines struct {
+	r       *bufio.Reader
+	c       io.Closer
+	buf     []byte
+	skipped func(line string)
+	// cont is the verdict on a line longer than the buffer, carried over
+	// its continuation pieces: 0 none, 1 passing it, 2 skipping it.
+	cont int
+}
+
+func newJSONLines(rc io.ReadCloser, skipped func(string)) *jsonLines {
+	return &jsonLines{r: bufio.NewReaderSize(rc, 64<<10), c: rc, skipped: skipped}
+}
+
+func (j *jsonLines) Read(p []byte) (int, error) {
+	for len(j.buf) == 0 {
+		line, err := j.r.ReadSlice('\n')
+		partial := errors.Is(err, bufio.ErrBufferFull)
+		if len(line) > 0 {
+			switch j.cont {
+			case 1:
+				j.buf = append(j.buf[:0], line...)
+			case 2:
+				// the rest of a skipped line
+			default:
+				trimmed := bytes.TrimLeft(line, " \t\r")
+				pass := len(trimmed) == 0 || trimmed[0] == '{' || trimmed[0] == '[' || trimmed[0] == '\n'
+				if pass {
+					j.buf = append(j.buf[:0], line...)
+				} else if j.skipped != nil {
+					preview := bytes.TrimRight(line, "\r\n")
+					if len(preview) > 256 {
+						preview = preview[:256]
+					}
+					j.skipped(string(preview))
+				}
+				if partial {
+					j.cont = 2
+					if pass {
+						j.cont = 1
+					}
+				}
+			}
+			if !partial {
+				j.cont = 0
+			}
+		}
+		if err != nil && !partial {
+			if len(j.buf) > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, j.buf)
+	j.buf = j.buf[n:]
+	return n, nil
+}
+
+func (j *jsonLines) Close() error { return j.c.Close() }
+
+// ctxDone reports whether ctx has ended, for loops that poll.
+func ctxDone(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func describeExit(code int, sig string) string {
+	if sig != "" {
+		return "signal: " + sig
+	}
+	return fmt.Sprintf("exit status %d", code)
+}
+
+func killGroup(pgid int) error { return syscall.Kill(-pgid, syscall.SIGKILL) }
