@@ -114,10 +114,18 @@ func Alive(pid int) bool {
 	return false
 }
 
+// DefaultWaitGone bounds WaitGone when its ctx has no deadline.
+const DefaultWaitGone = 10 * time.Second
+
 // WaitGone polls every 10 ms until none of pids is Alive, and returns the
-// ones still alive when ctx ends (nil if all are gone). Give ctx a
-// deadline: without one WaitGone waits as long as a survivor lives.
+// ones still alive when ctx ends (nil if all are gone). If ctx has no
+// deadline, WaitGone gives up after DefaultWaitGone.
 func WaitGone(ctx context.Context, pids []int) []int {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultWaitGone)
+		defer cancel()
+	}
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
