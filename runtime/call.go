@@ -241,6 +241,11 @@ func (m *Manager) Shutdown(by string) error {
 			if _, err := m.submit(ctx, "", &events.StopRequested{Reason: events.ReasonShutdown, By: by}, true); err != nil && !errors.Is(err, ErrShuttingDown) {
 				m.closeErr = err
 			}
+			// Let the stopped servers' last observations (their exits) be
+			// journaled: wait for the teardowns, then for the loop to
+			// drain what they posted.
+			waitBounded(m.teardown.Wait, 5*time.Second)
+			m.onLoop(ctx, func() {})
 			if m.lastLaterWait(ctx) != nil && m.closeErr == nil {
 				m.closeErr = fmt.Errorf("%w: the last relaxed records did not reach the disk", ErrJournal)
 			}

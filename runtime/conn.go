@@ -28,6 +28,7 @@ type conn struct {
 	cancel  context.CancelFunc
 	relist  chan string // coalesced re-list requests (the trigger)
 	ready   chan struct{}
+	reaped  chan struct{} // closed once a stdio process's exit is reported
 
 	mu       sync.Mutex
 	proc     *process
@@ -40,7 +41,7 @@ type conn struct {
 func newConn(m *Manager, server string, attempt int, spec ServerSpec) *conn {
 	ctx, cancel := context.WithCancel(m.ctx)
 	return &conn{m: m, server: server, attempt: attempt, spec: spec, ctx: ctx, cancel: cancel,
-		relist: make(chan string, 1), ready: make(chan struct{})}
+		relist: make(chan string, 1), ready: make(chan struct{}), reaped: make(chan struct{})}
 }
 
 // session returns the live client session, or nil.
@@ -245,6 +246,18 @@ func (c *conn) fail(phase string, err error) {
 	if c.isStopping() {
 		return
 	}
+	c.mu.Lock()
+	p := c.proc
+	c.mu.Unlock()
+	if p != nil && connectionLost(err) && !errors.Is(err, context.DeadlineExceeded) {
+		// A stdio server that died makes the handshake fail with EOF; its
+		// exit (code and stderr) says more, and the reaper reports it.
+		select {
+		case <-p.done:
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 	c.m.observe(c, &events.ConnectFailed{Attempt: c.attempt, Phase: phase, Error: classifyConnect(phase, err)})
 }
 
@@ -257,6 +270,7 @@ func (c *conn) reap() {
 	code, sig := p.exitStatus()
 	c.m.observe(c, &events.ProcessExited{Attempt: c.attempt, PID: p.pid, ExitCode: code, Signal: sig,
 		StderrTail: p.tail.Lines(), Expected: p.isExpected() || c.isStopping()})
+	close(c.reaped)
 	// The leader is gone: kill what is left of its group, and close the
 	// session so calls in flight fail now rather than at their deadline.
 	p.markExpected()
@@ -453,6 +467,10 @@ func (c *conn) shutdown(graceful bool) {
 			p.terminate(grace)
 		} else {
 			p.kill()
+		}
+		select { // the exit has been reported (or the loop is gone)
+		case <-c.reaped:
+		case <-c.m.loopDone:
 		}
 	}
 	c.cancel()

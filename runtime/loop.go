@@ -128,6 +128,10 @@ func (m *Manager) process(batch []*request) {
 		if r.prepare != nil {
 			r.prepare()
 		}
+		if r.noEvent {
+			spans[i] = [2]int{-1, -1}
+			continue
+		}
 		in := r.ev
 		in.Session = m.sid
 		if in.Time == 0 {
@@ -242,7 +246,11 @@ func (m *Manager) dropConn(server string, graceful bool) {
 		return
 	}
 	delete(m.conns, server)
-	m.goFunc(func() { c.shutdown(graceful) })
+	m.teardown.Add(1)
+	m.goFunc(func() {
+		defer m.teardown.Done()
+		c.shutdown(graceful)
+	})
 }
 
 // Timers: the loop keeps scheduled timers in a heap and waits for the

@@ -30,6 +30,9 @@ type Manager struct {
 	ctx    context.Context // the manager's own; ends at the end of Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the manager starts
+	// teardown counts connections being shut down, so Close can wait for
+	// their last observations (the exit of a stopped process).
+	teardown sync.WaitGroup
 
 	inbox    chan *request
 	loopDone chan struct{}

@@ -1,0 +1,69 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime"
+)
+
+func TestControlSocket(t *testing.T) {
+	_, adapter := openJournal(t)
+	m, _ := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": echoServer("mem")}})
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	path := filepath.Join(t.TempDir(), "j.db.sock")
+	if _, err := runtime.DialControl(path); err == nil {
+		t.Fatal("dial succeeded with nobody listening")
+	}
+	srv, err := runtime.ServeControl(m, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v %v", fi.Mode(), err)
+	}
+	if _, err := runtime.ServeControl(m, path); err == nil {
+		t.Error("a second server on a live socket was allowed")
+	}
+	c, err := runtime.DialControl(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st runtime.StatusResult
+	if err := c.Do(t.Context(), runtime.ControlRequest{Op: "status"}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Session != m.Session().String() || len(st.Servers) != 1 || st.Servers[0].State != "ready" {
+		t.Errorf("status %+v", st)
+	}
+	var tools []projections.Entry
+	if err := c.Do(t.Context(), runtime.ControlRequest{Op: "tools"}, &tools); err != nil || len(tools) != 1 {
+		t.Fatalf("tools %v %v", tools, err)
+	}
+	var res json.RawMessage
+	if err := c.Do(t.Context(), runtime.ControlRequest{Op: "call", Name: "mcp__mem__echo", Args: json.RawMessage(`{"message":"via socket"}`)}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res), "via socket") {
+		t.Errorf("call result %s", res)
+	}
+	err = c.Do(t.Context(), runtime.ControlRequest{Op: "reconnect", Name: "ghost"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "unknown server") {
+		t.Errorf("reconnect ghost: %v", err)
+	}
+	srv.Close()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("socket file left behind: %v", err)
+	}
+}

@@ -1,0 +1,247 @@
+package runtime_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
+)
+
+// stdio returns a config entry and its resolved spec for the test server
+// run with env (KEY=VALUE). The server's command may be wrapped.
+func stdio(name, command string, args []string, env ...string) (events.ServerConfig, runtime.ServerSpec) {
+	c := events.ServerConfig{Name: name, Scope: events.ScopeFlag, Transport: events.TransportStdio, Command: command, Args: args}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		c.Env = append(c.Env, events.KV{Key: k, Value: v})
+	}
+	c.Env = events.RedactKVs(c.Env)
+	c.Hash = events.ConfigHash(&c)
+	return c, runtime.ServerSpec{Config: c, Command: command, Args: args, Env: env}
+}
+
+func configOf(entries ...any) func() runtime.LoadedConfig {
+	lc := runtime.LoadedConfig{Specs: map[string]runtime.ServerSpec{}}
+	for i := 0; i < len(entries); i += 2 {
+		c := entries[i].(events.ServerConfig)
+		lc.Observed.Servers = append(lc.Observed.Servers, c)
+		lc.Specs[c.Name] = entries[i+1].(runtime.ServerSpec)
+	}
+	return func() runtime.LoadedConfig { return lc }
+}
+
+// fastOpts are options for tests: short backoff, small grace, no pings.
+func fastOpts(cfg func() runtime.LoadedConfig) *runtime.Options {
+	return &runtime.Options{Config: cfg, Seed: 1, TerminateGrace: 200 * time.Millisecond, PingInterval: -1,
+		StartupTimeout: 10 * time.Second,
+		Decider:        events.DeciderOptions{BackoffBaseMs: 20, BackoffMaxMs: 50, MaxAttempts: 3, StormLimit: 50}}
+}
+
+// waitFor waits until cond holds for the manager's view.
+func waitFor(t *testing.T, m *runtime.Manager, what string, cond func(v *runtime.View) bool) *runtime.View {
+	t.Helper()
+	views, cancel := m.Subscribe()
+	defer cancel()
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case v := <-views:
+			if cond(v) {
+				return v
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; status %+v", what, m.Status())
+		}
+	}
+}
+
+func state(v *runtime.View, name string) projections.ServerStatus {
+	s, _ := v.Server(name)
+	return s
+}
+
+func TestStdioLifecycleAndNoLeaks(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	j, adapter := openJournal(t)
+	c1, s1 := stdio("good", bin, nil, "MCPTEST_NAME=good")
+	m, _ := runtime.New(adapter, fastOpts(configOf(c1, s1)))
+	rep, err := m.Start(t.Context())
+	if err != nil || !slices.Equal(rep.Ready, []string{"good"}) {
+		t.Fatalf("start: %v %+v", err, rep)
+	}
+	st := state(m.Snapshot(), "good")
+	if st.PID == 0 || st.ProtocolVersion != runtime.DefaultProtocolVersion {
+		t.Errorf("status %+v", st)
+	}
+	res, err := m.CallTool(t.Context(), "mcp__good__echo", map[string]any{"message": "over stdio"})
+	if err != nil || res.IsError {
+		t.Fatalf("call %v %+v", err, res)
+	}
+	pgid := st.PID
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := runtimetest.ProcessesInGroup(pgid); len(left) > 0 {
+		t.Errorf("processes left in group %d after Close: %v", pgid, left)
+	}
+	evs := sessionEvents(t, j, m.Session())
+	var exited *events.ProcessExited
+	for _, e := range evs {
+		if p, ok := e.Payload.(*events.ProcessExited); ok {
+			exited = p
+		}
+	}
+	if exited == nil || !exited.Expected {
+		t.Errorf("no expected process.exited journaled: %+v", exited)
+	}
+}
+
+func TestStdioCrashReconnectsAndNeighbourUnaffected(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	j, adapter := openJournal(t)
+	cc, sc := stdio("crashy", bin, nil, "MCPTEST_CRASH_AFTER=1")
+	cg, sg := stdio("good", bin, nil)
+	m, _ := runtime.New(adapter, fastOpts(configOf(cc, sc, cg, sg)))
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	first := state(m.Snapshot(), "crashy")
+	// The first call is served; the server then exits with code 4.
+	_, _ = m.CallTool(t.Context(), "mcp__crashy__echo", map[string]any{"message": "1"})
+	v := waitFor(t, m, "crashy back with a new process", func(v *runtime.View) bool {
+		s := state(v, "crashy")
+		return s.State == events.StateReady && s.Attempt > first.Attempt
+	})
+	if s := state(v, "crashy"); s.Tools == 0 {
+		t.Errorf("tools not re-listed after reconnect: %+v", s)
+	}
+	// The neighbour kept its session and answers.
+	if g := state(v, "good"); g.Attempt != 1 || g.State != events.StateReady {
+		t.Errorf("neighbour disturbed: %+v", g)
+	}
+	if _, err := m.CallTool(t.Context(), "mcp__good__echo", map[string]any{"message": "still here"}); err != nil {
+		t.Errorf("neighbour call: %v", err)
+	}
+	evs := sessionEvents(t, j, m.Session())
+	got := strings.Join(kinds(evs, "crashy"), " ")
+	if !strings.Contains(got, "process.exited server.transitioned:reconnecting timer.scheduled timer.fired server.transitioned:launching") {
+		t.Errorf("crash not journaled as exit → reconnecting → backoff → relaunch:\n%s", got)
+	}
+}
+
+func TestStdioCrashOnStartEndsFailedWithStderr(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	j, adapter := openJournal(t)
+	c, s := stdio("dead", bin, nil, "MCPTEST_CRASH_ON_START=1")
+	m, _ := runtime.New(adapter, fastOpts(configOf(c, s)))
+	rep, err := m.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !slices.Equal(rep.Failed, []string{"dead"}) {
+		v := waitFor(t, m, "dead failed", func(v *runtime.View) bool { return state(v, "dead").State == events.StateFailed })
+		_ = v
+	}
+	st := state(m.Snapshot(), "dead")
+	if st.Reason != events.ReasonExhausted || !strings.Contains(st.Error, "exit") {
+		t.Errorf("status %+v", st)
+	}
+	launches, stderrSeen := 0, false
+	for _, e := range sessionEvents(t, j, m.Session()) {
+		switch p := e.Payload.(type) {
+		case *events.ServerTransitioned:
+			if p.To == events.StateLaunching {
+				launches++
+			}
+		case *events.ProcessExited:
+			stderrSeen = stderrSeen || slices.ContainsFunc(p.StderrTail, func(l string) bool { return strings.Contains(l, "crashing on start") })
+		}
+	}
+	if launches != 4 { // the first launch and MaxAttempts=3 retries
+		t.Errorf("launches = %d, want 4", launches)
+	}
+	if !stderrSeen {
+		t.Error("stderr tail not journaled on exit")
+	}
+	// Calling a tool of a failed server says why and what to do.
+	_, err = m.CallTool(t.Context(), "mcp__dead__echo", nil)
+	if err == nil || !strings.Contains(err.Error(), "mcpledger reconnect dead") {
+		t.Errorf("call to failed server: %v", err)
+	}
+}
+
+func TestStdioHangInInitializeTimesOut(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	j, adapter := openJournal(t)
+	c, s := stdio("hang", bin, nil, "MCPTEST_HANG_INITIALIZE=1")
+	o := fastOpts(configOf(c, s))
+	o.StartupTimeout = 300 * time.Millisecond
+	o.Decider.MaxAttempts = 1
+	m, _ := runtime.New(adapter, o)
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "hang failed", func(v *runtime.View) bool { return state(v, "hang").State == events.StateFailed })
+	pid := 0
+	var timeouts int
+	for _, e := range sessionEvents(t, j, m.Session()) {
+		switch p := e.Payload.(type) {
+		case *events.ConnectFailed:
+			if p.Error.Class == events.ErrTimeout {
+				timeouts++
+			}
+		case *events.ProcessSpawned:
+			pid = p.PID
+		}
+	}
+	if timeouts == 0 {
+		t.Error("no connect.failed with class timeout")
+	}
+	m.Close()
+	if left := runtimetest.WaitGone(context.Background(), []int{pid}); len(left) > 0 {
+		t.Errorf("hung server survived: %v", left)
+	}
+}
+
+func TestCloseKillsWrapperGrandchildren(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	_, adapter := openJournal(t)
+	// sh -c runs the server as a child of the shell: killing only the shell
+	// would orphan it (go-sdk-notes.md §4). The server ignores stdin EOF and
+	// SIGTERM and spawns a child of its own.
+	c, s := stdio("wrapped", "/bin/sh", []string{"-c", bin + "; :"}, "MCPTEST_SPAWN_CHILD=1", "MCPTEST_IGNORE_EOF=1", "MCPTEST_IGNORE_SIGTERM=1")
+	m, _ := runtime.New(adapter, fastOpts(configOf(c, s)))
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st := state(m.Snapshot(), "wrapped")
+	if st.State != events.StateReady {
+		t.Fatalf("not ready: %+v", st)
+	}
+	var before []int
+	for i := 0; i < 50 && len(before) < 3; i++ {
+		before, _ = runtimetest.ProcessesInGroup(st.PID)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(before) < 3 {
+		t.Fatalf("want shell, server and grandchild in group %d, have %v", st.PID, before)
+	}
+	t0 := time.Now()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	if left := runtimetest.WaitGone(context.Background(), before); len(left) > 0 {
+		t.Errorf("survivors after Close: %v", left)
+	}
+}
