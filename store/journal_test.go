@@ -456,3 +456,36 @@ func TestSubmitMany(t *testing.T) {
 		t.Fatalf("Verify = %+v, %v", rep, err)
 	}
 }
+
+// TestReadCorruptLarge damages a record past the first read chunk: reads
+// deliver every event before it, then fail naming it.
+func TestReadCorruptLarge(t *testing.T) {
+	path := tempPath(t)
+	ctx := t.Context()
+	sid := events.NewID()
+	j := mustOpen(t, path, nil)
+	for range 3 {
+		if _, err := j.Append(ctx, sid, store.Any, evs(500)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	storetest.FlipRecordByte(t, path, sid, 1200)
+	j = mustOpen(t, path, &store.Options{ReadOnly: true})
+	for name, read := range map[string]func(fn func(events.Event) error) error{
+		"ReadSession": func(fn func(events.Event) error) error { return j.ReadSession(ctx, sid, 1, fn) },
+		"ReadAll":     func(fn func(events.Event) error) error { return j.ReadAll(ctx, 1, fn) },
+	} {
+		var n uint64
+		err := read(func(e events.Event) error {
+			if n++; e.Seq != n {
+				t.Fatalf("%s: seq %d at position %d", name, e.Seq, n)
+			}
+			return nil
+		})
+		var ce *store.CorruptError
+		if !errors.As(err, &ce) || ce.Session != sid || ce.Seq != 1200 || n != 1199 {
+			t.Errorf("%s: %v after %d events, want *CorruptError at seq 1200 after 1199", name, err, n)
+		}
+	}
+}

@@ -165,71 +165,48 @@ func (m *MemJournal) Head(ctx context.Context, session uuid.UUID) (SessionInfo, 
 	return info, nil
 }
 
-// memRec is a record copied out under the lock, to decode outside it.
-type memRec struct {
-	sid      uuid.UUID
-	seq, pos uint64
-	rec      []byte
-}
-
 // ReadSession is [Journal.ReadSession] in memory.
 func (m *MemJournal) ReadSession(ctx context.Context, session uuid.UUID, fromSeq uint64, fn func(events.Event) error) error {
-	next := max(fromSeq, 1)
-	dec := events.NewDecoder()
-	for {
-		var chunk []memRec
+	fill := func(ctx context.Context, c *chunk, next uint64) (uint64, error) {
 		err := m.locked(ctx, func() error {
 			recs, ok := m.streams[session]
 			if !ok {
 				return ErrNotFound
 			}
-			for seq := next; seq <= uint64(len(recs)) && len(chunk) < readChunk; seq++ {
-				chunk = append(chunk, memRec{session, seq, 0, recs[seq-1]})
+			for ; next <= uint64(len(recs)) && len(c.recs) < readChunk; next++ {
+				c.addRec(recPos{sid: session, seq: next}, recs[next-1])
 			}
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("read session %s: %w", session, err)
+			return next, fmt.Errorf("read session %s: %w", session, err)
 		}
-		if err := deliver(dec, chunk, fn); err != nil {
-			return err
-		}
-		if len(chunk) < readChunk {
-			return nil
-		}
-		next += uint64(len(chunk))
+		return next, nil
 	}
+	_, err := scan(ctx, max(fromSeq, 1), false, fill, fn)
+	return err
 }
 
 // ReadAll is [Journal.ReadAll] in memory.
 func (m *MemJournal) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
-	_, err := m.readAll(ctx, fromGPos, fn)
+	_, err := scan(ctx, max(fromGPos, 1), true, m.fillLog, fn)
 	return err
 }
 
-func (m *MemJournal) readAll(ctx context.Context, from uint64, fn func(events.Event) error) (uint64, error) {
-	next := max(from, 1)
-	dec := events.NewDecoder()
-	for {
-		var chunk []memRec
-		err := m.locked(ctx, func() error {
-			for g := next; g <= uint64(len(m.log)) && len(chunk) < readChunk; g++ {
-				p := m.log[g-1]
-				chunk = append(chunk, memRec{p.sid, p.seq, g, m.streams[p.sid][p.seq-1]})
-			}
-			return nil
-		})
-		if err != nil {
-			return next, fmt.Errorf("read log from %d: %w", next, err)
+// fillLog copies a chunk of the log's records; records never change once
+// stored, so the chunk may point at them after the lock is released.
+func (m *MemJournal) fillLog(ctx context.Context, c *chunk, next uint64) (uint64, error) {
+	err := m.locked(ctx, func() error {
+		for ; next <= uint64(len(m.log)) && len(c.recs) < readChunk; next++ {
+			p := m.log[next-1]
+			c.addRec(recPos{sid: p.sid, seq: p.seq, gpos: next}, m.streams[p.sid][p.seq-1])
 		}
-		if err := deliver(dec, chunk, fn); err != nil {
-			return next, err
-		}
-		next += uint64(len(chunk))
-		if len(chunk) < readChunk {
-			return next, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return next, fmt.Errorf("read log from %d: %w", next, err)
 	}
+	return next, nil
 }
 
 // Follow is [Journal.Follow] in memory.
@@ -240,7 +217,7 @@ func (m *MemJournal) Follow(ctx context.Context, fromGPos uint64, fn func(events
 		wake := m.commits
 		m.mu.Unlock()
 		var err error
-		if next, err = m.readAll(ctx, next, fn); err != nil {
+		if next, err = scan(ctx, next, true, m.fillLog, fn); err != nil {
 			return err
 		}
 		select {
@@ -314,18 +291,4 @@ func (m *MemJournal) locked(ctx context.Context, fn func() error) error {
 		return ErrClosed
 	}
 	return fn()
-}
-
-// deliver decodes a chunk of records and calls fn on each.
-func deliver(dec *events.Decoder, chunk []memRec, fn func(events.Event) error) error {
-	for _, r := range chunk {
-		e, err := decode(dec, r.sid, r.seq, r.pos, r.rec)
-		if err != nil {
-			return err
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-	return nil
 }

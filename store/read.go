@@ -10,10 +10,10 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 )
 
-// readChunk is how many events a read decodes in one read transaction
-// before calling fn on them outside it. Calling fn outside the
-// transaction lets fn take its time, or append, without holding pages
-// or blocking the writer's remap.
+// readChunk is how many records a read copies out of one read
+// transaction before decoding them and calling fn outside it. Calling fn
+// outside the transaction lets fn take its time, or append, without
+// holding pages or blocking the writer's remap.
 const readChunk = 512
 
 // Sessions returns every session's summary, in session ID order (for
@@ -61,113 +61,96 @@ func (j *Journal) Head(ctx context.Context, session uuid.UUID) (SessionInfo, err
 
 // ReadSession calls fn on session's events with seq ≥ fromSeq, in seq
 // order. An error from fn stops the read and is returned as is. fn runs
-// outside any transaction and may call other methods, including Append.
-// It returns [ErrNotFound] for an unknown session and a [*CorruptError]
-// for a record that fails its CRC or does not decode.
+// in the caller's goroutine but outside any transaction, so it may take
+// its time or call other methods, including Append. It returns
+// [ErrNotFound] for an unknown session and a [*CorruptError] for a record
+// that fails its CRC or does not decode (after delivering the events
+// before it).
 func (j *Journal) ReadSession(ctx context.Context, session uuid.UUID, fromSeq uint64, fn func(events.Event) error) error {
-	dec := events.NewDecoder()
-	buf := make([]events.Event, 0, readChunk)
-	next := max(fromSeq, 1)
-	for {
-		buf = buf[:0]
+	_, err := scan(ctx, max(fromSeq, 1), false, j.fillSession(session), fn)
+	return err
+}
+
+// fillSession reads a chunk of session's records in a read transaction.
+func (j *Journal) fillSession(session uuid.UUID) fillFunc {
+	return func(ctx context.Context, c *chunk, next uint64) (uint64, error) {
 		err := j.view(ctx, func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketStreams).Bucket(session[:])
 			if b == nil {
 				return ErrNotFound
 			}
-			c := b.Cursor()
+			cur := b.Cursor()
 			var kb [8]byte
-			for k, v := c.Seek(itob(&kb, next)); k != nil && len(buf) < readChunk; k, v = c.Next() {
-				seq, _ := btoi(k)
-				e, err := decode(dec, session, seq, 0, v)
-				if err != nil {
-					return err
+			for k, v := cur.Seek(itob(&kb, next)); k != nil && len(c.pos) < readChunk; k, v = cur.Next() {
+				seq, ok := btoi(k)
+				if !ok || v == nil {
+					return &CorruptError{Session: session, Reason: fmt.Sprintf("stray key %x in stream", k)}
 				}
-				buf = append(buf, e)
+				c.copyRec(recPos{sid: session, seq: seq}, v)
+				next = seq + 1
 			}
 			return nil
 		})
+		c.seal()
 		if err != nil {
-			return fmt.Errorf("read session %s: %w", session, err)
+			return next, fmt.Errorf("read session %s: %w", session, err)
 		}
-		for i := range buf {
-			if err := fn(buf[i]); err != nil {
-				return err
-			}
-		}
-		if len(buf) < readChunk {
-			return nil
-		}
-		next = buf[len(buf)-1].Seq + 1
+		return next, nil
 	}
 }
 
 // ReadAll calls fn on every event with global position ≥ fromGPos, in
-// global order across sessions. Errors and fn as for ReadSession.
+// global order across sessions. Errors and fn as for ReadSession. Large
+// reads decode on several goroutines, which end before ReadAll returns.
 func (j *Journal) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
-	_, err := j.readAll(ctx, fromGPos, fn)
+	_, err := scan(ctx, max(fromGPos, 1), true, j.fillLog, fn)
 	return err
 }
 
-// readAll is ReadAll returning the position after the last event read.
-func (j *Journal) readAll(ctx context.Context, from uint64, fn func(events.Event) error) (uint64, error) {
-	dec := events.NewDecoder()
-	buf := make([]events.Event, 0, readChunk)
-	next := max(from, 1)
-	cursors := make(map[uuid.UUID]*streamCursor)
-	for {
-		buf = buf[:0]
-		clear(cursors)
-		err := j.view(ctx, func(tx *bolt.Tx) error {
-			streams := tx.Bucket(bucketStreams)
-			c := tx.Bucket(bucketLog).Cursor()
-			var kb [8]byte
-			var last *streamCursor
-			for k, v := c.Seek(itob(&kb, next)); k != nil && len(buf) < readChunk; k, v = c.Next() {
-				gpos, _ := btoi(k)
-				sid, seq, ok := parsePos(v)
-				if !ok {
-					return &CorruptError{GPos: gpos, Reason: "undecodable log entry"}
-				}
-				sc := last
-				if sc == nil || sc.sid != sid {
-					if sc = cursors[sid]; sc == nil {
-						b := streams.Bucket(sid[:])
-						if b == nil {
-							return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "log entry points at a missing session"}
-						}
-						sc = &streamCursor{sid: sid, c: b.Cursor()}
-						cursors[sid] = sc
+// fillLog reads a chunk of the global log, and the records it points
+// at, in a read transaction.
+func (j *Journal) fillLog(ctx context.Context, c *chunk, next uint64) (uint64, error) {
+	err := j.view(ctx, func(tx *bolt.Tx) error {
+		streams := tx.Bucket(bucketStreams)
+		cur := tx.Bucket(bucketLog).Cursor()
+		var kb [8]byte
+		var last *streamCursor
+		var cursors map[uuid.UUID]*streamCursor
+		for k, v := cur.Seek(itob(&kb, next)); k != nil && len(c.pos) < readChunk; k, v = cur.Next() {
+			gpos, _ := btoi(k)
+			sid, seq, ok := parsePos(v)
+			if !ok {
+				return &CorruptError{GPos: gpos, Reason: "undecodable log entry"}
+			}
+			sc := last
+			if sc == nil || sc.sid != sid {
+				if sc = cursors[sid]; sc == nil {
+					b := streams.Bucket(sid[:])
+					if b == nil {
+						return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "log entry points at a missing session"}
 					}
-					last = sc
+					sc = &streamCursor{sid: sid, c: b.Cursor()}
+					if cursors == nil {
+						cursors = make(map[uuid.UUID]*streamCursor)
+					}
+					cursors[sid] = sc
 				}
-				rec := sc.get(seq)
-				if rec == nil {
-					return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "log entry points at a missing record"}
-				}
-				e, err := decode(dec, sid, seq, gpos, rec)
-				if err != nil {
-					return err
-				}
-				buf = append(buf, e)
+				last = sc
 			}
-			return nil
-		})
-		if err != nil {
-			return next, fmt.Errorf("read log from %d: %w", next, err)
-		}
-		for i := range buf {
-			if err := fn(buf[i]); err != nil {
-				return buf[i].GPos + 1, err
+			rec := sc.get(seq)
+			if rec == nil {
+				return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "log entry points at a missing record"}
 			}
+			c.copyRec(recPos{sid: sid, seq: seq, gpos: gpos}, rec)
+			next = gpos + 1
 		}
-		if len(buf) > 0 {
-			next = buf[len(buf)-1].GPos + 1
-		}
-		if len(buf) < readChunk {
-			return next, nil
-		}
+		return nil
+	})
+	c.seal()
+	if err != nil {
+		return next, fmt.Errorf("read log from %d: %w", next, err)
 	}
+	return next, nil
 }
 
 // streamCursor reads one session's records, stepping forward when the
@@ -223,7 +206,7 @@ func (j *Journal) Follow(ctx context.Context, fromGPos uint64, fn func(events.Ev
 	for {
 		wake := j.committed() // taken before reading, so no commit is missed
 		var err error
-		if next, err = j.readAll(ctx, next, fn); err != nil {
+		if next, err = scan(ctx, next, true, j.fillLog, fn); err != nil {
 			return err
 		}
 		select {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -486,6 +487,39 @@ func testReadLarge(t *testing.T, j Journal) {
 	}
 	if n < 2250 {
 		t.Fatalf("ReadAll delivered %d events, want at least 2250", n)
+	}
+
+	// Stopping midway, past the first chunk, returns fn's error and leaves
+	// no reader goroutine behind.
+	stop := errors.New("stop at 1000")
+	before := runtime.NumGoroutine()
+	n = 0
+	err = j.ReadAll(t.Context(), 1, func(events.Event) error {
+		if n++; n == 1000 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 1000 {
+		t.Errorf("ReadAll stopped with %v after %d events, want %v after 1000", err, n, stop)
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) { // an exiting goroutine may linger a moment
+			t.Errorf("%d goroutines before ReadAll, %d after", before, runtime.NumGoroutine())
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	n = 0
+	err = j.ReadSession(ctx, a, 1, func(events.Event) error {
+		if n++; n == 700 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || n < 700 || n >= 1500 {
+		t.Errorf("ReadSession cancelled at 700 returned %v after %d events", err, n)
 	}
 }
 

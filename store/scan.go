@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"runtime"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// chunk is up to readChunk records copied out of the journal, then decoded.
+type chunk struct {
+	pos  []recPos
+	recs [][]byte
+	data []byte // backing store of copied records (see copyRec)
+	ends []int  // end offset in data of each copied record
+	evs  []events.Event
+	err  error // the first fill or decode error; evs holds the events before it
+	done chan struct{}
+}
+
+// recPos is where a record was found: its session, seq and, when read
+// through the global log, gpos (else 0).
+type recPos struct {
+	sid       uuid.UUID
+	seq, gpos uint64
+}
+
+func (c *chunk) reset() {
+	c.pos, c.recs, c.data, c.ends, c.evs, c.err = c.pos[:0], c.recs[:0], c.data[:0], c.ends[:0], c.evs[:0], nil
+	c.done = make(chan struct{})
+}
+
+// copyRec appends a copy of rec, found at p, for a backend whose records
+// are valid only inside a transaction. Call seal after the last one.
+func (c *chunk) copyRec(p recPos, rec []byte) {
+	c.pos = append(c.pos, p)
+	c.data = append(c.data, rec...)
+	c.ends = append(c.ends, len(c.data))
+}
+
+// seal points recs at the copies made by copyRec.
+func (c *chunk) seal() {
+	off := 0
+	for _, end := range c.ends {
+		c.recs = append(c.recs, c.data[off:end:end])
+		off = end
+	}
+}
+
+// addRec appends rec, found at p, for a backend whose records never change.
+func (c *chunk) addRec(p recPos, rec []byte) {
+	c.pos = append(c.pos, p)
+	c.recs = append(c.recs, rec)
+}
+
+// fillFunc reads the records from position next on (a gpos or a seq) into
+// c, at most readChunk of them, and returns the position after the last.
+type fillFunc func(ctx context.Context, c *chunk, next uint64) (uint64, error)
+
+// decode decodes c's records, stopping at the first bad one.
+func (c *chunk) decode(dec *events.Decoder) {
+	for i, rec := range c.recs {
+		p := c.pos[i]
+		e, err := decode(dec, p.sid, p.seq, p.gpos, rec)
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.evs = append(c.evs, e)
+	}
+}
+
+// deliver calls fn on c's events and returns c's error, if any, after
+// the events before it. next is advanced past every delivered event.
+func (c *chunk) deliver(fn func(events.Event) error, next *uint64, byGPos bool) error {
+	for i := range c.evs {
+		e := c.evs[i]
+		if byGPos {
+			*next = e.GPos + 1
+		} else {
+			*next = e.Seq + 1
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return c.err
+}
+
+// scan reads records with fill from position next on and calls fn on
+// each decoded event, in order, in the caller's goroutine. The first
+// chunk is read and decoded right here; if it was full, the rest is read
+// by one goroutine and decoded by GOMAXPROCS goroutines, all of which end
+// before scan returns. It returns the position after the last event
+// delivered.
+func scan(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(events.Event) error) (uint64, error) {
+	c := &chunk{}
+	c.reset()
+	after, err := fill(ctx, c, next)
+	if err != nil {
+		return next, err
+	}
+	c.decode(events.NewDecoder())
+	if err := c.deliver(fn, &next, byGPos); err != nil {
+		return next, err
+	}
+	if len(c.recs) < readChunk {
+		return next, nil
+	}
+	return scanParallel(ctx, after, byGPos, fill, fn)
+}
+
+func scanParallel(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(events.Event) error) (uint64, error) {
+	workers := runtime.GOMAXPROCS(0)
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait() // runs after cancel: every goroutine below ends
+	defer cancel()
+
+	inflight := workers + 1
+	order := make(chan *chunk, inflight) // chunks in read order, to the caller
+	work := make(chan *chunk, inflight)  // the same chunks, to the decoders
+	free := make(chan *chunk, inflight+2)
+	for range inflight + 2 {
+		free <- &chunk{}
+	}
+	wg.Go(func() { // the reader: fills chunks until the end, an error or cancel
+		defer close(order)
+		defer close(work)
+		pos := next
+		for {
+			var c *chunk
+			select {
+			case c = <-free:
+			case <-ctx.Done():
+				return
+			}
+			c.reset()
+			var err error
+			if pos, err = fill(ctx, c, pos); err != nil {
+				c.err = err
+				close(c.done)
+			}
+			select {
+			case order <- c:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+			select {
+			case work <- c:
+			case <-ctx.Done():
+				return
+			}
+			if len(c.recs) < readChunk {
+				return
+			}
+		}
+	})
+	for range workers {
+		wg.Go(func() { // a decoder: ends when the reader closes work
+			dec := events.NewDecoder()
+			for c := range work {
+				c.decode(dec)
+				close(c.done)
+			}
+		})
+	}
+	delivered := next
+	for c := range order {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			return delivered, err
+		}
+		if err := c.deliver(fn, &delivered, byGPos); err != nil {
+			return delivered, err
+		}
+		if len(c.recs) < readChunk {
+			return delivered, nil
+		}
+		free <- c
+	}
+	return delivered, ctx.Err()
+}
