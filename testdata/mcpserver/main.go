@@ -29,7 +29,13 @@
 //	slow{ms int}          sleeps ms milliseconds; if the call is cancelled
 //	                      first it returns early with an error (an isError
 //	                      result, "slow: cancelled after ...")
-//	big{bytes int}        one text block of exactly bytes 'x' bytes
+//	big{bytes int}        one text block of exactly bytes 'x' bytes. Over
+//	                      stdio go-sdk's client refuses frames above 16 MiB
+//	                      (DefaultMaxLineLength; CommandTransport has no knob
+//	                      for it): such a call fails with "inbound JSON-RPC
+//	                      frame exceeded the configured maximum line length"
+//	                      and the session ends (Wait returns that error).
+//	                      The server itself writes 100 MB in about 2.5 s.
 //	fail{}                an isError result with text "failed as asked"
 //	env{name string}      the value of environment variable name as text; an
 //	                      isError result if it is unset
@@ -67,11 +73,17 @@
 //	                           child, which keeps the default disposition).
 //	MCPTEST_GARBAGE_STDOUT=1   write three lines that are not JSON-RPC to
 //	                           stdout before serving: two plain-text lines and
-//	                           one JSON object without "jsonrpc". go-sdk's
-//	                           client does not skip them: its stdio reader
-//	                           fails on the first one, so Connect fails and
-//	                           the session is gone (runtimetest's
-//	                           TestGarbageStdout pins the exact error).
+//	                           one JSON object without "jsonrpc". The value
+//	                           "json" writes only the JSON object. go-sdk's
+//	                           client does not skip such lines: the first one
+//	                           ends its read loop and Connect fails with
+//	                           `calling "initialize": invalid character 'm'
+//	                           looking for beginning of value` (a
+//	                           *json.SyntaxError) or, for "json", `calling
+//	                           "initialize": invalid message version tag "";
+//	                           expected "2.0"`; neither is EOF or
+//	                           ErrConnectionClosed (runtimetest's
+//	                           TestGarbageStdout pins both).
 //	MCPTEST_TOOLS_CHANGE_MS=N  every N ms add tool dyn_<k> and remove
 //	                           dyn_<k-1>; go-sdk sends one
 //	                           notifications/tools/list_changed per change
@@ -98,9 +110,12 @@
 //	                           (input schema 42), bad_null (input schema
 //	                           null), bad_ref (a dangling $ref), bad_header
 //	                           (two properties with the same x-mcp-header)
-//	                           and "bad name!" (invalid characters). None of
-//	                           them can be called: tools/call answers
-//	                           "unknown tool".
+//	                           and "bad name!" (invalid characters). go-sdk's
+//	                           client passes all of them through except
+//	                           bad_header, which ListTools drops; it keeps
+//	                           both echo entries. None of the extra tools can
+//	                           be called: tools/call answers "unknown tool"
+//	                           (a JSON-RPC error).
 //	MCPTEST_SPAWN_CHILD=1      start a grandchild (this binary again, with
 //	                           MCPTEST_CHILD_SLEEP=1: it only sleeps, with
 //	                           default signal handling) in the same process
