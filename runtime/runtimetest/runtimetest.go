@@ -40,7 +40,7 @@ var build struct {
 // os.TempDir() in a directory named after a hash of the server's sources,
 // go.mod, go.sum and the toolchain settings, so the test binaries of every
 // package share one build and nothing needs removing at exit (directories of
-// earlier source versions are pruned after a day). BuildServer skips the
+// earlier source versions are pruned once unused for a day). BuildServer skips the
 // test if the go command cannot be found, and fails it if the build fails.
 func BuildServer(tb testing.TB) string {
 	tb.Helper()
@@ -127,6 +127,8 @@ func buildServer() (path, skip string, err error) {
 	dir := filepath.Join(os.TempDir(), prefix+hex.EncodeToString(h.Sum(nil))[:20])
 	bin := filepath.Join(dir, "mcpserver")
 	if _, err := os.Stat(bin); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(dir, now, now) // in use: keep pruneOldBuilds away
 		return bin, "", nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
