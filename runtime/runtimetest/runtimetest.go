@@ -39,9 +39,10 @@ var build struct {
 // The build runs once per test binary. Its output is kept under
 // os.TempDir() in a directory named after a hash of the server's sources,
 // go.mod, go.sum and the toolchain settings, so the test binaries of every
-// package share one build and nothing needs removing at exit (directories of
-// earlier source versions are pruned once unused for a day). BuildServer skips the
-// test if the go command cannot be found, and fails it if the build fails.
+// package share one build and nothing needs removing at exit (directories
+// of earlier source versions are pruned once unused for a day). BuildServer
+// skips the test if the go command cannot be found, and fails it if the
+// build fails.
 func BuildServer(tb testing.TB) string {
 	tb.Helper()
 	build.once.Do(func() { build.path, build.skip, build.err = buildServer() })
