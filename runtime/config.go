@@ -1,0 +1,448 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// ConfigSources says where [LoadConfig] looks for configuration and what
+// it may read from the process. Library code never reads the environment
+// itself: the caller passes os.LookupEnv and the home directory.
+//
+// Sources, highest priority first; the first source that defines a name
+// wins it whole (entries are never merged field by field):
+//
+//  1. each of Flags (--mcp-config FILE, repeatable): an earlier flag wins
+//     over a later one, as the first source named wins everywhere else;
+//  2. the project file Workspace/.mcp.json (gated: it needs approval),
+//     unless the user config sets "enableProjectConfig": false;
+//  3. the user config UserDir/config.json, which also holds the settings
+//     "allowed", "excluded", "trustedFolders" and "enableProjectConfig";
+//  4. drop-ins UserDir/servers.d/*.json, by file name: an earlier name
+//     wins (dot files are skipped).
+type ConfigSources struct {
+	// Flags are the --mcp-config files in command-line order. A missing
+	// flag file is an error; a missing file of any other source is not.
+	Flags []string
+	// Workspace is the project directory ("" for none: no project config,
+	// untrusted).
+	Workspace string
+	// UserDir is $XDG_CONFIG_HOME/mcpledger ("" for none); see
+	// [UserConfigDir].
+	UserDir string
+	// LaunchBound is the --allowed-servers upper bound, meaningful when
+	// HasLaunchBound is true (an empty bound denies all).
+	LaunchBound    []string
+	HasLaunchBound bool
+	// LookupEnv reads the process environment for ${VAR} in command,
+	// args, env values and cwd. Nil means an empty environment.
+	LookupEnv func(string) (string, bool)
+	// Home is the home directory, for a leading ~ in command, cwd and
+	// trustedFolders. Empty makes such a server invalid.
+	Home string
+}
+
+// ServerSpec is one server's resolved configuration: what the runtime
+// runs. It holds expanded secrets and lives in memory only; only Config
+// (as written, redacted) may be journaled.
+type ServerSpec struct {
+	// Config is the journaled form: as written, env and header values
+	// replaced by digests.
+	Config events.ServerConfig
+	// Command and Args start a stdio server (~ and ${VAR} expanded).
+	Command string
+	Args    []string
+	// Env is the server's own "env" block resolved, as sorted KEY=VALUE.
+	// It does not include the process environment: the spawner appends it
+	// to the inherited one (exec.Cmd.Environ() followed by Env).
+	Env []string
+	// Cwd is the stdio server's working directory: as written and
+	// expanded, relative paths joined to the workspace (or to the config
+	// file's directory without one); the workspace when not set.
+	Cwd string
+	// URL and Headers reach a remote server; ${VAR} in them is expanded
+	// from the server's own env block only.
+	URL     string
+	Headers map[string]string
+	// Timeout is the server's "timeout" (0: use the runtime default).
+	Timeout time.Duration
+}
+
+// LoadedConfig is one complete reading of every config source.
+type LoadedConfig struct {
+	// Observed is what is journaled. The caller sets Trigger. Servers are
+	// sorted by name, Workspace is canonical (absolute, symlinks
+	// resolved), Trusted says whether it is equal to or under a
+	// canonicalized trustedFolders entry, and Errors lists problems with
+	// whole sources ("path:line:col: message" or "path: message").
+	Observed events.ConfigObserved
+	// Specs holds the resolved spec of every server that is valid and not
+	// disabled, by name. Secrets: never journal or log it.
+	Specs map[string]ServerSpec
+	// Warnings are problems that do not stop anything (unknown fields,
+	// shadowed servers, ignored settings). They never quote env or header
+	// values.
+	Warnings []string
+	// Files is every path consulted, existing or not, and the drop-in
+	// directory, in the order read: what a watcher should watch.
+	Files []string
+}
+
+// UserConfigDir returns $XDG_CONFIG_HOME/mcpledger, falling back to
+// home/.config/mcpledger when XDG_CONFIG_HOME is unset or relative, and
+// "" when neither is known.
+func UserConfigDir(lookupEnv func(string) (string, bool), home string) string {
+	if lookupEnv != nil {
+		if x, ok := lookupEnv("XDG_CONFIG_HOME"); ok && filepath.IsAbs(x) {
+			return filepath.Join(x, "mcpledger")
+		}
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".config", "mcpledger")
+}
+
+// LoadConfig reads every source in src, merges them by priority, expands
+// variables and validates each entry. It never fails as a whole: a
+// source that cannot be read or parsed is reported in Observed.Errors and
+// contributes nothing, and an entry that cannot be used is reported in
+// its ServerConfig.Invalid without affecting the others.
+func LoadConfig(src ConfigSources) LoadedConfig {
+	var lc LoadedConfig
+	obs := &lc.Observed
+	obs.Servers = []events.ServerConfig{}
+	if src.Workspace != "" {
+		ws, err := canonicalPath(src.Workspace)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if err != nil {
+			lc.Warnings = append(lc.Warnings, fmt.Sprintf("workspace %s: %v; check --workspace", ws, err))
+		}
+		obs.Workspace = ws
+	}
+
+	type file struct {
+		path string
+		cf   configFile
+	}
+	var files []file
+	read := func(path string, scope events.Scope, explicit bool) configFile {
+		lc.Files = append(lc.Files, path)
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			return parseConfigFile(path, data, scope, scope == events.ScopeUser)
+		case errors.Is(err, fs.ErrNotExist) && !explicit:
+			return configFile{}
+		case errors.Is(err, fs.ErrNotExist):
+			return configFile{errs: []string{path + ": --mcp-config file does not exist: check the path"}}
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return configFile{errs: []string{fmt.Sprintf("%s: cannot read: %v; check that it is a readable file", path, err)}}
+	}
+
+	seen := map[string]bool{}
+	for _, f := range src.Flags {
+		p := absPath(f)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		cf := read(p, events.ScopeFlag, true)
+		files = append(files, file{p, cf})
+	}
+	var user configFile
+	var userPath string
+	if src.UserDir != "" {
+		userPath = filepath.Join(absPath(src.UserDir), "config.json")
+		user = read(userPath, events.ScopeUser, false)
+	}
+	if obs.Workspace != "" {
+		p := filepath.Join(obs.Workspace, ".mcp.json")
+		if !user.settings.projectOff {
+			cf := read(p, events.ScopeProject, false)
+			files = append(files, file{p, cf})
+		} else if _, err := os.Stat(p); err == nil {
+			lc.Warnings = append(lc.Warnings, fmt.Sprintf(`%s: ignored because %s sets "enableProjectConfig": false`, p, userPath))
+		}
+	}
+	if userPath != "" {
+		files = append(files, file{userPath, user})
+		dir := filepath.Join(absPath(src.UserDir), "servers.d")
+		lc.Files = append(lc.Files, dir)
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			obs.Errors = append(obs.Errors, fmt.Sprintf("%s: cannot list drop-ins: %v; check that it is a readable directory", dir, err))
+		}
+		for _, e := range entries { // sorted by name
+			if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".json") {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			cf := read(p, events.ScopeDropIn, false)
+			files = append(files, file{p, cf})
+		}
+	}
+
+	// Merge: the first source that names a server wins it.
+	var order []parsedServer
+	winner := map[string]string{} // name -> source path
+	for _, f := range files {
+		obs.Errors = append(obs.Errors, f.cf.errs...)
+		obs.Errors = append(obs.Errors, f.cf.settingErrs...)
+		lc.Warnings = append(lc.Warnings, f.cf.warnings...)
+		for _, ps := range f.cf.servers {
+			if w, ok := winner[ps.cfg.Name]; ok {
+				lc.Warnings = append(lc.Warnings, fmt.Sprintf("%s: server %q is shadowed by the one in %s, which has priority", f.path, ps.cfg.Name, w))
+				continue
+			}
+			winner[ps.cfg.Name] = f.path
+			for _, w := range ps.warnings {
+				lc.Warnings = append(lc.Warnings, fmt.Sprintf("%s: server %q: %s", f.path, ps.cfg.Name, w))
+			}
+			order = append(order, ps)
+		}
+	}
+
+	lc.Specs = map[string]ServerSpec{}
+	for i := range order {
+		ps := &order[i]
+		base := obs.Workspace
+		if base == "" {
+			base = filepath.Dir(ps.cfg.Source)
+		}
+		if spec, ok := settle(ps, &src, base); ok {
+			lc.Specs[ps.cfg.Name] = spec
+		}
+		obs.Servers = append(obs.Servers, ps.cfg)
+	}
+	slices.SortFunc(obs.Servers, func(a, b events.ServerConfig) int { return strings.Compare(a.Name, b.Name) })
+
+	s := user.settings
+	obs.Allowed, obs.HasAllowed, obs.Excluded = s.allowed, s.hasAllowed, s.excluded
+	if src.HasLaunchBound {
+		obs.LaunchBound, obs.HasLaunchBound = sortedSet(src.LaunchBound), true
+	}
+	var trustErrs []string
+	obs.Trusted, trustErrs = trusted(obs.Workspace, s.trustedFolders, src.Home, userPath)
+	obs.Errors = append(obs.Errors, trustErrs...)
+	return lc
+}
+
+// settle resolves ps unless it is invalid or disabled. A resolution
+// problem makes ps invalid; ok reports whether spec may run.
+func settle(ps *parsedServer, src *ConfigSources, base string) (spec ServerSpec, ok bool) {
+	if ps.cfg.Invalid != "" || ps.cfg.Disabled {
+		return ServerSpec{}, false
+	}
+	spec, problems := resolve(ps, src.LookupEnv, src.Home, base)
+	if len(problems) > 0 {
+		ps.cfg.Invalid = fmt.Sprintf("server %q: %s", ps.cfg.Name, strings.Join(problems, "; "))
+		return ServerSpec{}, false
+	}
+	return spec, true
+}
+
+// resolve expands one valid entry into what runs. problems say what to do;
+// they name variables and fields, never values.
+func resolve(ps *parsedServer, lookupEnv func(string) (string, bool), home, base string) (ServerSpec, []string) {
+	c := ps.cfg
+	spec := ServerSpec{Config: c, Timeout: time.Duration(c.TimeoutMs) * time.Millisecond}
+	var problems []string
+	exp := func(s, where string, lookup func(string) (string, bool), scoped bool) string {
+		v, err := expand(s, lookup)
+		if err != nil {
+			problems = append(problems, varProblem(err, where, scoped))
+		}
+		return v
+	}
+	home1 := func(s, where string) string {
+		if s != "~" && !strings.HasPrefix(s, "~/") {
+			return s
+		}
+		if home == "" {
+			problems = append(problems, where+` starts with ~ but the home directory is unknown: write an absolute path`)
+			return s
+		}
+		return home + s[1:]
+	}
+	env := make(map[string]string, len(ps.env))
+	for _, kv := range ps.env {
+		v := exp(kv.Value, fmt.Sprintf(`"env" key %q`, kv.Key), lookupEnv, false)
+		env[kv.Key] = v
+		spec.Env = append(spec.Env, kv.Key+"="+v) // ps.env is sorted
+	}
+	if c.Transport == events.TransportStdio {
+		spec.Command = home1(exp(c.Command, `"command"`, lookupEnv, false), `"command"`)
+		for i, a := range c.Args {
+			spec.Args = append(spec.Args, exp(a, fmt.Sprintf(`"args"[%d]`, i), lookupEnv, false))
+		}
+		cwd := home1(exp(c.Cwd, `"cwd"`, lookupEnv, false), `"cwd"`)
+		switch {
+		case cwd == "":
+			cwd = base
+		case !filepath.IsAbs(cwd):
+			cwd = filepath.Join(base, cwd)
+		}
+		spec.Cwd = cwd
+		if spec.Command == "" && len(problems) == 0 {
+			problems = append(problems, `"command" is empty after expansion: set the variable it uses or write the command`)
+		}
+		return spec, problems
+	}
+	scope := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	spec.URL = exp(c.URL, `"url"`, scope, true)
+	if len(problems) == 0 {
+		if msg := checkURL(spec.URL); msg != "" {
+			problems = append(problems, msg+" after expansion")
+		}
+	}
+	for _, kv := range ps.headers {
+		where := fmt.Sprintf(`header %q`, kv.Key)
+		v := exp(kv.Value, where, scope, true)
+		if strings.ContainsAny(v, "\r\n") {
+			problems = append(problems, where+` has a line break in its value: remove it`)
+		}
+		if spec.Headers == nil {
+			spec.Headers = map[string]string{}
+		}
+		spec.Headers[kv.Key] = v
+	}
+	return spec, problems
+}
+
+func varProblem(err error, where string, scoped bool) string {
+	var me *missingVarError
+	switch {
+	case !errors.As(err, &me):
+		return where + ` has a malformed ${...}: write ${NAME} or ${NAME:-default}`
+	case scoped:
+		return fmt.Sprintf(`%s uses ${%s}, which the server's "env" block does not set: add %q to "env" (headers and url read only the server's own env, never mcpledger's environment)`, where, me.name, me.name)
+	}
+	return fmt.Sprintf(`%s uses ${%s}, which is not set: set %s in mcpledger's environment or write ${%s:-default}`, where, me.name, me.name, me.name)
+}
+
+// trusted reports whether ws (canonical) is equal to or under one of the
+// trusted folders, each canonicalized the same way.
+func trusted(ws string, folders []string, home, userPath string) (bool, []string) {
+	var errs []string
+	ok := false
+	for _, f := range folders {
+		if f == "~" || strings.HasPrefix(f, "~/") {
+			if home == "" {
+				errs = append(errs, fmt.Sprintf(`%s: "trustedFolders" entry %q starts with ~ but the home directory is unknown: write an absolute path`, userPath, f))
+				continue
+			}
+			f = home + f[1:]
+		}
+		if !filepath.IsAbs(f) {
+			errs = append(errs, fmt.Sprintf(`%s: "trustedFolders" entry %q is not absolute: write an absolute path`, userPath, f))
+			continue
+		}
+		t, _ := canonicalPath(f)
+		if ws != "" && within(ws, t) {
+			ok = true
+		}
+	}
+	return ok, errs
+}
+
+// within reports whether path p is dir or under it (both clean, absolute).
+func within(p, dir string) bool {
+	if p == dir {
+		return true
+	}
+	if !strings.HasSuffix(dir, string(filepath.Separator)) {
+		dir += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, dir)
+}
+
+// canonicalPath returns p absolute, clean and with symlinks resolved; when
+// resolving fails (p does not exist) it returns the absolute path and
+// the error.
+func canonicalPath(p string) (string, error) {
+	abs := absPath(p)
+	r, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return abs, err
+	}
+	return r, nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
+}
+
+// ConfigEqual reports whether two config readings are the same for the
+// purpose of hot reload, so a reload that changed nothing can be skipped.
+// Trigger is ignored. Servers compare by name, whatever their order, and
+// every field except RecentLaunches and Approval counts; args order
+// counts, env and header order does not, tool filters compare as sets.
+// Allowed, Excluded, LaunchBound and Errors compare as sets, but an
+// absent allow-list or launch bound differs from an empty one (absent
+// allows all, empty denies all). Nil and empty slices are equal otherwise.
+func ConfigEqual(a, b events.ConfigObserved) bool {
+	if a.Workspace != b.Workspace || a.Trusted != b.Trusted ||
+		(a.HasAllowed || a.Allowed != nil) != (b.HasAllowed || b.Allowed != nil) ||
+		a.HasLaunchBound != b.HasLaunchBound ||
+		!setEqual(a.Allowed, b.Allowed) || !setEqual(a.Excluded, b.Excluded) ||
+		!setEqual(a.LaunchBound, b.LaunchBound) || !setEqual(a.Errors, b.Errors) ||
+		len(a.Servers) != len(b.Servers) {
+		return false
+	}
+	bs := make(map[string]*events.ServerConfig, len(b.Servers))
+	for i := range b.Servers {
+		bs[b.Servers[i].Name] = &b.Servers[i]
+	}
+	for i := range a.Servers {
+		x, y := &a.Servers[i], bs[a.Servers[i].Name]
+		if y == nil || !serverEqual(x, y) {
+			return false
+		}
+		delete(bs, x.Name) // a duplicate name in a then fails to match
+	}
+	return true
+}
+
+func serverEqual(x, y *events.ServerConfig) bool {
+	return x.Name == y.Name && x.Source == y.Source && x.Scope == y.Scope &&
+		x.Transport == y.Transport && x.Command == y.Command &&
+		slices.Equal(x.Args, y.Args) && kvSetEqual(x.Env, y.Env) &&
+		x.Cwd == y.Cwd && x.URL == y.URL && kvSetEqual(x.Headers, y.Headers) &&
+		x.Disabled == y.Disabled && x.TimeoutMs == y.TimeoutMs &&
+		x.ProtocolVersion == y.ProtocolVersion &&
+		setEqual(x.IncludeTools, y.IncludeTools) && setEqual(x.ExcludeTools, y.ExcludeTools) &&
+		x.Hash == y.Hash && x.Invalid == y.Invalid && x.Gated == y.Gated
+}
+
+func setEqual(a, b []string) bool {
+	return slices.Equal(sortedSet(a), sortedSet(b))
+}
+
+func kvSetEqual(a, b []events.KV) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	events.SortKVs(a)
+	events.SortKVs(b)
+	return slices.Equal(a, b)
+}
