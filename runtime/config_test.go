@@ -1,0 +1,699 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// envMap is a process environment for tests.
+type envMap map[string]string
+
+func (e envMap) lookup(k string) (string, bool) { v, ok := e[k]; return v, ok }
+
+func writeConfig(tb testing.TB, path, content string) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// configDirs returns a fresh workspace and user config dir (canonical).
+func configDirs(t *testing.T) (ws, user string) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, user = filepath.Join(root, "ws"), filepath.Join(root, "xdg", "mcpledger")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ws, user
+}
+
+func server(tb testing.TB, lc LoadedConfig, name string) events.ServerConfig {
+	tb.Helper()
+	for _, s := range lc.Observed.Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	tb.Fatalf("no server %q in %+v", name, lc.Observed.Servers)
+	return events.ServerConfig{}
+}
+
+func stdio(cmd string) string { return `{"command": "` + cmd + `"}` }
+
+func servers(entries ...string) string {
+	return `{"mcpServers": {` + strings.Join(entries, ", ") + `}}`
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	// Every source defines "shared"; present says which sources exist.
+	tests := []struct {
+		name      string
+		present   []string // flag1, flag2, project, user, dropA, dropB
+		wantScope events.Scope
+		wantFrom  string
+	}{
+		{"all", []string{"flag1", "flag2", "project", "user", "dropA", "dropB"}, events.ScopeFlag, "flag1"},
+		{"earlier flag wins", []string{"flag2", "project"}, events.ScopeFlag, "flag2"},
+		{"project over user", []string{"project", "user", "dropA"}, events.ScopeProject, "project"},
+		{"user over drop-ins", []string{"user", "dropA", "dropB"}, events.ScopeUser, "user"},
+		{"earlier drop-in name wins", []string{"dropA", "dropB"}, events.ScopeDropIn, "dropA"},
+		{"last drop-in alone", []string{"dropB"}, events.ScopeDropIn, "dropB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, user := configDirs(t)
+			flagDir := t.TempDir()
+			paths := map[string]string{
+				"flag1":   filepath.Join(flagDir, "one.json"),
+				"flag2":   filepath.Join(flagDir, "two.json"),
+				"project": filepath.Join(ws, ".mcp.json"),
+				"user":    filepath.Join(user, "config.json"),
+				"dropA":   filepath.Join(user, "servers.d", "10-a.json"),
+				"dropB":   filepath.Join(user, "servers.d", "20-b.json"),
+			}
+			for _, p := range tt.present {
+				writeConfig(t, paths[p], servers(`"shared": `+stdio(p), `"only-`+p+`": `+stdio(p)))
+			}
+			// A dot file and a non-JSON file in servers.d are skipped.
+			writeConfig(t, filepath.Join(user, "servers.d", ".#00.json"), servers(`"shared": `+stdio("lock")))
+			writeConfig(t, filepath.Join(user, "servers.d", "00.json.bak"), servers(`"shared": `+stdio("bak")))
+
+			lc := LoadConfig(ConfigSources{
+				Flags:     []string{paths["flag1"], paths["flag2"]},
+				Workspace: ws, UserDir: user, Home: "/home/u",
+			})
+			got := server(t, lc, "shared")
+			if got.Scope != tt.wantScope || got.Source != paths[tt.wantFrom] || got.Command != tt.wantFrom {
+				t.Errorf("shared = scope %q source %q command %q; want %q from %s", got.Scope, got.Source, got.Command, tt.wantScope, paths[tt.wantFrom])
+			}
+			if got.Gated != (tt.wantScope == events.ScopeProject) {
+				t.Errorf("Gated = %v for scope %q", got.Gated, got.Scope)
+			}
+			for _, p := range tt.present {
+				s := server(t, lc, "only-"+p)
+				if s.Source != paths[p] {
+					t.Errorf("only-%s from %s, want %s", p, s.Source, paths[p])
+				}
+			}
+			if n := len(lc.Observed.Servers); n != len(tt.present)+1 {
+				t.Errorf("%d servers, want %d", n, len(tt.present)+1)
+			}
+			if !slices.IsSortedFunc(lc.Observed.Servers, func(a, b events.ServerConfig) int { return strings.Compare(a.Name, b.Name) }) {
+				t.Error("servers not sorted by name")
+			}
+			shadowed := 0
+			for _, w := range lc.Warnings {
+				if strings.Contains(w, `server "shared" is shadowed`) {
+					shadowed++
+				}
+			}
+			if shadowed != len(tt.present)-1 {
+				t.Errorf("%d shadow warnings, want %d: %q", shadowed, len(tt.present)-1, lc.Warnings)
+			}
+			// Only the explicitly named flag files are errors when missing.
+			wantErrs := 0
+			for _, f := range []string{"flag1", "flag2"} {
+				if !slices.Contains(tt.present, f) {
+					wantErrs++
+				}
+			}
+			if len(lc.Observed.Errors) != wantErrs {
+				t.Errorf("errors %q, want %d (missing flag files)", lc.Observed.Errors, wantErrs)
+			}
+			for _, p := range []string{"project", "user", "dropA", "dropB"} {
+				if slices.Contains(tt.present, p) && !slices.Contains(lc.Files, paths[p]) {
+					t.Errorf("Files %q lacks %s", lc.Files, paths[p])
+				}
+			}
+			if !slices.Contains(lc.Files, filepath.Join(user, "servers.d")) {
+				t.Errorf("Files %q lacks the drop-in directory", lc.Files)
+			}
+		})
+	}
+}
+
+func TestConfigProjectDisabled(t *testing.T) {
+	for _, enable := range []string{"true", "false", `"no"`} {
+		t.Run(enable, func(t *testing.T) {
+			ws, user := configDirs(t)
+			writeConfig(t, filepath.Join(ws, ".mcp.json"), servers(`"proj": `+stdio("p")))
+			writeConfig(t, filepath.Join(user, "config.json"), `{"enableProjectConfig": `+enable+`, "mcpServers": {"mine": `+stdio("m")+`}}`)
+			lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user})
+			names := []string{}
+			for _, s := range lc.Observed.Servers {
+				names = append(names, s.Name)
+			}
+			want := []string{"mine", "proj"}
+			if enable != "true" {
+				want = []string{"mine"} // a malformed value fails closed
+			}
+			if !slices.Equal(names, want) {
+				t.Errorf("servers %q, want %q", names, want)
+			}
+			if enable == `"no"` && (len(lc.Observed.Errors) != 1 || !strings.Contains(lc.Observed.Errors[0], "enableProjectConfig")) {
+				t.Errorf("errors %q, want one about enableProjectConfig", lc.Observed.Errors)
+			}
+		})
+	}
+}
+
+func TestConfigInvalidEntries(t *testing.T) {
+	fixture, err := filepath.Abs("testdata/config/mixed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := LoadConfig(ConfigSources{Flags: []string{fixture}, LookupEnv: envMap{"GH_PAT": "ghp_secret"}.lookup, Home: "/home/u"})
+	if len(lc.Observed.Errors) != 0 {
+		t.Fatalf("errors: %q", lc.Observed.Errors)
+	}
+	tests := []struct {
+		name      string
+		invalid   string // substring; "" = valid
+		transport events.Transport
+	}{
+		{"files", "", events.TransportStdio},
+		{"github", "", events.TransportHTTP},
+		{"events", "", events.TransportSSE},
+		{"parked", "", events.TransportStdio}, // disabled: not expanded, so ${MISSING} is fine
+		{"nothing", `server "nothing": "command" is empty: set "command" for a stdio server or "url" for a remote one (` + fixture + ":19:16)", ""},
+		{"both", `both "command" and "url" are set`, ""},
+		{"websocket", `"type" "ws" is not supported: use "stdio", "http"`, ""},
+		{"ftp", `"url" must be an absolute http:// or https:// URL`, events.TransportHTTP},
+		{"negative", `"timeout" is negative`, events.TransportStdio},
+		{"fraction", `"timeout" must be a whole number`, events.TransportStdio},
+		{"numargs", `"args"[1] must be a string: quote it`, events.TransportStdio},
+		{"numenv", `"env" key "PORT" must have a string value: quote it`, events.TransportStdio},
+		{"notobject", `the entry must be a JSON object`, ""},
+		{"stdiourl", `"type" is "stdio" but only "url" is set: set "command"`, events.TransportStdio},
+		{"httpnourl", `"type" is "http" but "url" is empty: set "url"`, events.TransportHTTP},
+		{"duphdr", `headers "X-Key" and "x-key" are the same HTTP header: keep one`, events.TransportHTTP},
+	}
+	if len(lc.Observed.Servers) != len(tests) {
+		t.Errorf("%d servers, want %d", len(lc.Observed.Servers), len(tests))
+	}
+	for _, tt := range tests {
+		s := server(t, lc, tt.name)
+		if tt.invalid == "" && s.Invalid != "" || !strings.Contains(s.Invalid, tt.invalid) {
+			t.Errorf("%s: Invalid = %q, want %q", tt.name, s.Invalid, tt.invalid)
+		}
+		if tt.invalid != "" && !strings.HasPrefix(s.Invalid, `server "`+tt.name+`": `) {
+			t.Errorf("%s: Invalid %q does not name the server", tt.name, s.Invalid)
+		}
+		if s.Transport != tt.transport {
+			t.Errorf("%s: transport %q, want %q", tt.name, s.Transport, tt.transport)
+		}
+		_, hasSpec := lc.Specs[tt.name]
+		if want := tt.invalid == "" && !s.Disabled; hasSpec != want {
+			t.Errorf("%s: spec present %v, want %v", tt.name, hasSpec, want)
+		}
+		if s.Hash == "" || s.Hash != events.ConfigHash(&s) {
+			t.Errorf("%s: Hash %q is not ConfigHash", tt.name, s.Hash)
+		}
+	}
+	files := server(t, lc, "files")
+	if !slices.Equal(files.ExcludeTools, []string{"delete_file", "write_file"}) || files.TimeoutMs != 30000 {
+		t.Errorf("files: exclude %q timeout %d", files.ExcludeTools, files.TimeoutMs)
+	}
+	if !slices.ContainsFunc(lc.Warnings, func(w string) bool {
+		return strings.Contains(w, `server "files": unknown fields ignored: "autoApprove"`)
+	}) {
+		t.Errorf("no unknown-field warning for files: %q", lc.Warnings)
+	}
+	if !server(t, lc, "parked").Disabled {
+		t.Error("parked not disabled")
+	}
+}
+
+func TestConfigSyntaxError(t *testing.T) {
+	tests := []struct {
+		name, content, want string // want: after "path:"
+	}{
+		{"missing colon", "{\n  \"mcpServers\": {\n    \"a\" {}\n  }\n}\n", `3:9: invalid character '{' after object key`},
+		{"trailing garbage", "{\"mcpServers\": {}} x", `1:20: invalid character 'x' after top-level value`},
+		{"double comma", "{\n  \"mcpServers\": {\n    \"a\": {\"args\": [1,\n  2,,]}}}", `4:5: invalid character ',' looking for beginning of value`},
+		{"truncated", "{\n  \"mcpServers\": {\n", `3:1: unexpected end of JSON input`},
+		{"comment kept columns", "// header\n{\"mcpServers\": /* x */ {\"a\": tru}}", `2:33: invalid character '}' in literal true (expecting 'e')`},
+		{"unterminated comment", "{\"mcpServers\": {}} /* x", `1:20: invalid character '/' after top-level value`},
+		{"top-level array", "\n  [1, 2]", `2:3: the file must hold a JSON object`},
+		{"servers not object", "{\"mcpServers\": [\"a\"]}", `1:16: "mcpServers" must be an object mapping server names`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, user := configDirs(t)
+			bad := filepath.Join(ws, ".mcp.json")
+			writeConfig(t, bad, tt.content)
+			writeConfig(t, filepath.Join(user, "config.json"), servers(`"ok": `+stdio("ok")))
+			lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user})
+			if len(lc.Observed.Errors) != 1 || !strings.HasPrefix(lc.Observed.Errors[0], bad+":"+tt.want) {
+				t.Fatalf("errors %q, want one starting %q", lc.Observed.Errors, bad+":"+tt.want)
+			}
+			if len(lc.Observed.Servers) != 1 || lc.Observed.Servers[0].Name != "ok" {
+				t.Errorf("servers %+v, want only the user's", lc.Observed.Servers)
+			}
+		})
+	}
+}
+
+func TestConfigTypes(t *testing.T) {
+	tests := []struct {
+		entry string
+		want  events.Transport
+	}{
+		{`{"command": "x"}`, events.TransportStdio},
+		{`{"type": "stdio", "command": "x"}`, events.TransportStdio},
+		{`{"url": "https://h/mcp"}`, events.TransportHTTP},
+		{`{"type": "http", "url": "https://h/mcp"}`, events.TransportHTTP},
+		{`{"type": "streamable-http", "url": "https://h/mcp"}`, events.TransportHTTP},
+		{`{"type": "streamableHttp", "url": "https://h/mcp"}`, events.TransportHTTP},
+		{`{"type": "sse", "url": "http://h/sse"}`, events.TransportSSE},
+		{`{"type": "SSE", "url": "http://h/sse"}`, events.TransportSSE},
+	}
+	for _, tt := range tests {
+		f := parseConfigFile("/c.json", []byte(servers(`"s": `+tt.entry)), events.ScopeUser, true)
+		if len(f.servers) != 1 || f.servers[0].cfg.Transport != tt.want || len(f.servers[0].problems) > 0 {
+			t.Errorf("%s: got %+v, want transport %q", tt.entry, f.servers, tt.want)
+		}
+	}
+	f := parseConfigFile("/vscode.json", mustRead(t, "testdata/config/vscode.json"), events.ScopeFlag, false)
+	if len(f.errs) > 0 || len(f.servers) != 2 {
+		t.Fatalf("vscode.json: errs %q servers %+v", f.errs, f.servers)
+	}
+	if m := f.servers[0].cfg; m.Name != "memory" || m.Transport != events.TransportStdio || len(m.Args) != 2 {
+		t.Errorf("memory = %+v", m)
+	}
+	if r := f.servers[1].cfg; r.Name != "remote" || r.Transport != events.TransportHTTP || r.Invalid != "" {
+		t.Errorf("remote = %+v", r)
+	}
+	if !slices.ContainsFunc(f.warnings, func(w string) bool { return strings.Contains(w, `unknown top-level key "inputs"`) }) {
+		t.Errorf("warnings %q lack the ignored inputs key", f.warnings)
+	}
+}
+
+func mustRead(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func TestConfigExpansion(t *testing.T) {
+	proc := envMap{"GH_PAT": "ghp_fromprocess", "TOKEN": "process-token", "EMPTY": "", "DIR": "/srv"}
+	tests := []struct {
+		name    string
+		entry   string
+		invalid string // substring; "" = valid
+		check   func(t *testing.T, s ServerSpec)
+	}{
+		{"header from server env", `{"url": "https://h/mcp", "env": {"TOKEN": "${GH_PAT}"}, "headers": {"Authorization": "Bearer ${TOKEN}"}}`, "",
+			func(t *testing.T, s ServerSpec) {
+				if got := s.Headers["Authorization"]; got != "Bearer ghp_fromprocess" {
+					t.Errorf("Authorization = %q, want the server env's TOKEN", got)
+				}
+			}},
+		{"header never from process env", `{"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}`,
+			`header "Authorization" uses ${TOKEN}, which the server's "env" block does not set: add "TOKEN" to "env"`, nil},
+		{"url from server env", `{"url": "https://h/${P}/mcp", "env": {"P": "v1"}}`, "",
+			func(t *testing.T, s ServerSpec) {
+				if s.URL != "https://h/v1/mcp" {
+					t.Errorf("URL = %q", s.URL)
+				}
+			}},
+		{"url never from process env", `{"url": "https://h/${DIR}/mcp"}`, `"url" uses ${DIR}, which the server's "env" block does not set`, nil},
+		{"unresolved in args", `{"command": "srv", "args": ["--token", "${NOPE}"]}`,
+			`"args"[1] uses ${NOPE}, which is not set: set NOPE in mcpledger's environment or write ${NOPE:-default}`, nil},
+		{"unresolved in env", `{"command": "srv", "env": {"K": "${NOPE}"}}`, `"env" key "K" uses ${NOPE}, which is not set`, nil},
+		{"malformed", `{"command": "srv", "args": ["${1X}"]}`, `"args"[0] has a malformed ${...}: write ${NAME} or ${NAME:-default}`, nil},
+		{"defaults", `{"command": "${DIR}/bin/${NAME:-srv}", "args": ["${EMPTY:-fallback}", "${EMPTY}", "$HOME", "${DIR:-x}"], "cwd": "${DIR}/work"}`, "",
+			func(t *testing.T, s ServerSpec) {
+				want := []string{"fallback", "", "$HOME", "/srv"}
+				if s.Command != "/srv/bin/srv" || !slices.Equal(s.Args, want) || s.Cwd != "/srv/work" {
+					t.Errorf("command %q args %q cwd %q; want /srv/bin/srv %q /srv/work", s.Command, s.Args, s.Cwd, want)
+				}
+			}},
+		{"tilde", `{"command": "~/bin/srv", "cwd": "~"}`, "",
+			func(t *testing.T, s ServerSpec) {
+				if s.Command != "/home/u/bin/srv" || s.Cwd != "/home/u" {
+					t.Errorf("command %q cwd %q", s.Command, s.Cwd)
+				}
+			}},
+		{"cwd relative and default", `{"command": "srv", "env": {"B": "2", "A": "${DIR}"}}`, "",
+			func(t *testing.T, s ServerSpec) {
+				if !filepath.IsAbs(s.Cwd) || filepath.Base(s.Cwd) != "ws" {
+					t.Errorf("cwd %q, want the workspace", s.Cwd)
+				}
+				if !slices.Equal(s.Env, []string{"A=/srv", "B=2"}) {
+					t.Errorf("env %q", s.Env)
+				}
+			}},
+		{"header line break", `{"url": "https://h/mcp", "env": {"V": "a\r\nX-Evil: 1"}, "headers": {"X": "${V}"}}`, `header "X" has a line break`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, _ := configDirs(t)
+			writeConfig(t, filepath.Join(ws, "c.json"), servers(`"s": `+tt.entry))
+			lc := LoadConfig(ConfigSources{Flags: []string{filepath.Join(ws, "c.json")}, Workspace: ws, LookupEnv: proc.lookup, Home: "/home/u"})
+			s := server(t, lc, "s")
+			if tt.invalid == "" && s.Invalid != "" || !strings.Contains(s.Invalid, tt.invalid) {
+				t.Fatalf("Invalid = %q, want %q", s.Invalid, tt.invalid)
+			}
+			spec, ok := lc.Specs["s"]
+			if ok != (tt.invalid == "") {
+				t.Fatalf("spec present %v", ok)
+			}
+			if tt.check != nil {
+				tt.check(t, spec)
+			}
+			// The journaled form keeps the text as written.
+			if strings.Contains(tt.entry, `"command": "~/bin/srv"`) && s.Command != "~/bin/srv" {
+				t.Errorf("journaled command %q, want as written", s.Command)
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	env := envMap{"A": "x", "E": ""}.lookup
+	tests := []struct{ in, want, err string }{
+		{"plain", "plain", ""},
+		{"$A ${A}$", "$A x$", ""},
+		{"${A}${A}", "xx", ""},
+		{"${B:-d e}-${A:-no}", "d e-x", ""},
+		{"${E:-d}|${E}", "d|", ""},
+		{"${B:-}", "", ""},
+		{"${B}", "", "${B} is not set"},
+		{"${", "", "malformed"},
+		{"${A", "", "malformed"},
+		{"${A:-x", "", "malformed"},
+		{"${A-x}", "", "malformed"},
+		{"${}", "", "malformed"},
+		{"${9}", "", "malformed"},
+	}
+	for _, tt := range tests {
+		got, err := expand(tt.in, env)
+		if got != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("expand(%q) = %q, %v; want %q, %q", tt.in, got, err, tt.want, tt.err)
+		}
+	}
+}
+
+// TestConfigRedaction plants secrets in env and headers, literally and
+// through ${VAR}, and checks that neither the JSON nor the journal
+// encoding of the observation, nor any warning, holds one.
+func TestConfigRedaction(t *testing.T) {
+	secrets := []string{"lit-env-S3CRET", "proc-env-S3CRET", "lit-header-S3CRET", "proc-header-S3CRET", "url-S3CRET"}
+	ws, user := configDirs(t)
+	writeConfig(t, filepath.Join(ws, ".mcp.json"), servers(
+		`"local": {"command": "srv", "env": {"A": "lit-env-S3CRET", "B": "${PROC_ENV}"}}`,
+		`"remote": {"url": "https://h/mcp?k=${K}", "env": {"K": "url-S3CRET", "T": "${PROC_HDR}"},
+		   "headers": {"X-Lit": "lit-header-S3CRET", "Authorization": "Bearer ${T}"}, "bogus": 1}`,
+		`"broken": {"url": "https://h/mcp", "env": {"T": "${PROC_HDR}"}, "headers": {"X": "${T}", "Y": "${U}"}}`,
+	))
+	lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PROC_ENV": "proc-env-S3CRET", "PROC_HDR": "proc-header-S3CRET"}.lookup})
+	obs := lc.Observed
+	obs.Trigger = "start"
+	js, err := json.Marshal(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, err := events.Encode(&events.Event{Kind: events.KindConfigObserved, Payload: &obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warn := []byte(strings.Join(lc.Warnings, "\n"))
+	for _, s := range secrets {
+		for what, b := range map[string][]byte{"json": js, "msgpack": mp, "warnings": warn} {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds secret %q", what, s)
+			}
+		}
+	}
+	// The runtime still gets them.
+	if got := lc.Specs["remote"].Headers["Authorization"]; got != "Bearer proc-header-S3CRET" {
+		t.Errorf("resolved Authorization = %q", got)
+	}
+	if !slices.Contains(lc.Specs["local"].Env, "B=proc-env-S3CRET") {
+		t.Errorf("resolved env %q", lc.Specs["local"].Env)
+	}
+	if got := server(t, lc, "broken").Invalid; !strings.Contains(got, "${U}") {
+		t.Errorf("broken.Invalid = %q", got)
+	}
+	remote := server(t, lc, "remote")
+	for _, kv := range append(remote.Env, remote.Headers...) {
+		if !events.IsHashedValue(kv.Value) {
+			t.Errorf("remote %s = %q is not a digest", kv.Key, kv.Value)
+		}
+	}
+	if remote.Headers[0].Key != "Authorization" || remote.Headers[0].Value != events.HashValue("Bearer ${T}") {
+		t.Errorf("headers %+v: want the as-written value's digest, sorted", remote.Headers)
+	}
+}
+
+func TestConfigHashStable(t *testing.T) {
+	a := `{"mcpServers": {"s": {"command": "srv", "args": ["a", "b"], "env": {"X": "1", "Y": "2"}, "headers": {"H": "v"}}}}`
+	b := `{"mcpServers": {"s": {"headers": {"H": "v"}, "env": {"Y": "2", "X": "1"}, "args": ["a", "b"], "command": "srv", "timeout": 5000}}}`
+	c := `{"mcpServers": {"s": {"command": "srv", "args": ["b", "a"], "env": {"X": "1", "Y": "2"}, "headers": {"H": "v"}}}}`
+	hash := func(s string) string {
+		f := parseConfigFile("/x.json", []byte(s), events.ScopeUser, true)
+		return f.servers[0].cfg.Hash
+	}
+	if hash(a) != hash(b) {
+		t.Error("hash depends on key order")
+	}
+	if hash(a) == hash(c) {
+		t.Error("hash ignores args order")
+	}
+}
+
+func TestConfigTrust(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"real/proj/sub", "realx/proj", "home/code/p"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "real"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	tests := []struct {
+		name      string
+		workspace string
+		trusted   []string
+		want      bool
+		wantErr   string
+	}{
+		{"workspace through symlink", "link/proj", []string{"real"}, true, ""},
+		{"trusted folder through symlink", "real/proj/sub", []string{"link/proj"}, true, ""},
+		{"equal", "real/proj", []string{"real/proj"}, true, ""},
+		{"sibling with common prefix", "realx/proj", []string{"real"}, false, ""},
+		{"parent of trusted", "real", []string{"real/proj"}, false, ""},
+		{"tilde", "home/code/p", []string{"~/code"}, true, ""},
+		{"relative entry", "real/proj", []string{"real"}, false, "is not absolute"},
+		{"none", "real/proj", nil, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			user := filepath.Join(t.TempDir(), "mcpledger")
+			var folders []string
+			for _, f := range tt.trusted {
+				if !strings.HasPrefix(f, "~") && tt.wantErr == "" {
+					f = filepath.Join(root, f)
+				}
+				folders = append(folders, f)
+			}
+			b, _ := json.Marshal(map[string]any{"trustedFolders": folders})
+			writeConfig(t, filepath.Join(user, "config.json"), string(b))
+			lc := LoadConfig(ConfigSources{Workspace: filepath.Join(root, tt.workspace), UserDir: user, Home: home})
+			if lc.Observed.Trusted != tt.want {
+				t.Errorf("Trusted = %v, want %v", lc.Observed.Trusted, tt.want)
+			}
+			if want, _ := filepath.EvalSymlinks(filepath.Join(root, tt.workspace)); lc.Observed.Workspace != want {
+				t.Errorf("Workspace = %q, want canonical %q", lc.Observed.Workspace, want)
+			}
+			if tt.wantErr != "" && (len(lc.Observed.Errors) != 1 || !strings.Contains(lc.Observed.Errors[0], tt.wantErr)) {
+				t.Errorf("errors %q, want %q", lc.Observed.Errors, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestConfigSettings(t *testing.T) {
+	tests := []struct {
+		name        string
+		user        string
+		wantAllowed []string
+		wantHas     bool
+		wantExcl    []string
+		wantErr     string
+	}{
+		{"absent", `{}`, nil, false, nil, ""},
+		{"null is absent", `{"allowed": null}`, nil, false, nil, ""},
+		{"empty denies all", `{"allowed": []}`, []string{}, true, nil, ""},
+		{"sorted set", `{"allowed": ["b", "a", "b"], "excluded": ["z", "y"]}`, []string{"a", "b"}, true, []string{"y", "z"}, ""},
+		{"malformed allowed denies all", `{"allowed": "github"}`, []string{}, true, nil, `"allowed" must be an array of server names; every server is denied`},
+		{"malformed excluded", `{"excluded": [1]}`, nil, false, nil, `"excluded" must be an array`},
+		{"unusable file has no settings", `{"allowed": ["a"], "mcpServers": 5}`, nil, false, nil, `"mcpServers" must be an object`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, user := configDirs(t)
+			writeConfig(t, filepath.Join(user, "config.json"), tt.user)
+			// Settings in a project file never count.
+			writeConfig(t, filepath.Join(ws, ".mcp.json"), `{"allowed": ["evil"], "trustedFolders": ["/"], "mcpServers": {}}`)
+			lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user, LaunchBound: []string{"b", "a"}, HasLaunchBound: true})
+			o := lc.Observed
+			if !reflect.DeepEqual(o.Allowed, tt.wantAllowed) || o.HasAllowed != tt.wantHas || !reflect.DeepEqual(o.Excluded, tt.wantExcl) {
+				t.Errorf("allowed %#v (has %v) excluded %#v; want %#v (%v) %#v", o.Allowed, o.HasAllowed, o.Excluded, tt.wantAllowed, tt.wantHas, tt.wantExcl)
+			}
+			if o.Trusted {
+				t.Error("a project file trusted itself")
+			}
+			if !slices.Equal(o.LaunchBound, []string{"a", "b"}) || !o.HasLaunchBound {
+				t.Errorf("launch bound %q %v", o.LaunchBound, o.HasLaunchBound)
+			}
+			if tt.wantErr == "" && len(o.Errors) > 0 || tt.wantErr != "" && (len(o.Errors) != 1 || !strings.Contains(o.Errors[0], tt.wantErr)) {
+				t.Errorf("errors %q, want %q", o.Errors, tt.wantErr)
+			}
+			if !slices.ContainsFunc(lc.Warnings, func(w string) bool { return strings.Contains(w, `"allowed" is read only from the user config`) }) {
+				t.Errorf("no warning about settings in the project file: %q", lc.Warnings)
+			}
+		})
+	}
+}
+
+func TestConfigMissingSources(t *testing.T) {
+	ws, user := configDirs(t)
+	lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user})
+	if len(lc.Observed.Errors) != 0 || len(lc.Observed.Servers) != 0 {
+		t.Errorf("no files: errors %q servers %+v", lc.Observed.Errors, lc.Observed.Servers)
+	}
+	lc = LoadConfig(ConfigSources{Flags: []string{filepath.Join(ws, "nope.json")}})
+	if len(lc.Observed.Errors) != 1 || !strings.Contains(lc.Observed.Errors[0], "nope.json: --mcp-config file does not exist: check the path") {
+		t.Errorf("errors %q", lc.Observed.Errors)
+	}
+	lc = LoadConfig(ConfigSources{Flags: []string{ws}})
+	if len(lc.Observed.Errors) != 1 || !strings.Contains(lc.Observed.Errors[0], "cannot read: is a directory") {
+		t.Errorf("errors %q", lc.Observed.Errors)
+	}
+}
+
+func TestConfigEqual(t *testing.T) {
+	base := func() events.ConfigObserved {
+		f := parseConfigFile("/x.json", mustRead(t, "testdata/config/mixed.json"), events.ScopeUser, true)
+		o := events.ConfigObserved{Trigger: "start", Workspace: "/w", Excluded: []string{"a", "b"}}
+		for _, s := range f.servers {
+			o.Servers = append(o.Servers, s.cfg)
+		}
+		return o
+	}
+	tests := []struct {
+		name   string
+		mutate func(o *events.ConfigObserved)
+		want   bool
+	}{
+		{"identical", func(o *events.ConfigObserved) {}, true},
+		{"trigger ignored", func(o *events.ConfigObserved) { o.Trigger = "watch" }, true},
+		{"server order", func(o *events.ConfigObserved) { slices.Reverse(o.Servers) }, true},
+		{"env order", func(o *events.ConfigObserved) {
+			o.Servers[0].Env = append(o.Servers[0].Env, events.KV{Key: "ZZ", Value: "1"})
+			slices.Reverse(o.Servers[0].Env)
+		}, false},
+		{"approval and launches ignored", func(o *events.ConfigObserved) {
+			o.Servers[0].Approval = events.ApprovalFact{Decision: "approve"}
+			o.Servers[0].RecentLaunches = []int64{1}
+		}, true},
+		{"args order", func(o *events.ConfigObserved) { slices.Reverse(o.Servers[0].Args) }, false},
+		{"tool filter order", func(o *events.ConfigObserved) { slices.Reverse(o.Servers[0].ExcludeTools) }, true},
+		{"server removed", func(o *events.ConfigObserved) { o.Servers = o.Servers[1:] }, false},
+		{"server renamed", func(o *events.ConfigObserved) { o.Servers[0].Name = "other" }, false},
+		{"field changed", func(o *events.ConfigObserved) { o.Servers[1].TimeoutMs = 1 }, false},
+		{"excluded as set", func(o *events.ConfigObserved) { o.Excluded = []string{"b", "a", "a"} }, true},
+		{"excluded changed", func(o *events.ConfigObserved) { o.Excluded = []string{"a"} }, false},
+		{"allowed absent vs empty", func(o *events.ConfigObserved) { o.Allowed, o.HasAllowed = []string{}, true }, false},
+		{"launch bound absent vs empty", func(o *events.ConfigObserved) { o.HasLaunchBound = true }, false},
+		{"trust", func(o *events.ConfigObserved) { o.Trusted = true }, false},
+		{"errors", func(o *events.ConfigObserved) { o.Errors = []string{"x:1:1: bad"} }, false},
+	}
+	for _, tt := range tests {
+		a, b := base(), base()
+		tt.mutate(&b)
+		if got := ConfigEqual(a, b); got != tt.want {
+			t.Errorf("%s: ConfigEqual = %v, want %v", tt.name, got, tt.want)
+		}
+		if got := ConfigEqual(b, a); got != tt.want {
+			t.Errorf("%s (swapped): ConfigEqual = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	// Absent servers and excluded lists equal empty ones.
+	if !ConfigEqual(events.ConfigObserved{}, events.ConfigObserved{Servers: []events.ServerConfig{}, Excluded: []string{}}) {
+		t.Error("nil servers != empty servers")
+	}
+	if !ConfigEqual(events.ConfigObserved{Allowed: []string{"a", "b"}, HasAllowed: true}, events.ConfigObserved{Allowed: []string{"b", "a"}, HasAllowed: true}) {
+		t.Error("allowed compared by order")
+	}
+	// A reading compares equal to a second reading of the same files.
+	ws, user := configDirs(t)
+	writeConfig(t, filepath.Join(user, "config.json"), string(mustRead(t, "testdata/config/claude.json")))
+	src := ConfigSources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PGPASSWORD": "pw"}.lookup, Home: "/home/u"}
+	if !ConfigEqual(LoadConfig(src).Observed, LoadConfig(src).Observed) {
+		t.Error("two readings of the same files differ")
+	}
+}
+
+func TestConfigJSONCOffsets(t *testing.T) {
+	in := []byte("\xef\xbb\xbf{ // c\n \"a\": [1, /* x,\n */ 2,], \"s\": \"//,]\",\n}")
+	out := stripJSONC(in)
+	if len(out) != len(in) || bytes.Count(out, []byte("\n")) != bytes.Count(in, []byte("\n")) {
+		t.Fatalf("length or lines changed: %q", out)
+	}
+	var v struct {
+		A []int
+		S string
+	}
+	if err := json.Unmarshal(out, &v); err != nil || !slices.Equal(v.A, []int{1, 2}) || v.S != "//,]" {
+		t.Errorf("stripJSONC(%q) = %q: %v %+v", in, out, err, v)
+	}
+	for _, bad := range []string{"[,]", "{,}", "[1,,]"} {
+		if json.Valid(stripJSONC([]byte(bad))) {
+			t.Errorf("stripJSONC made %q valid", bad)
+		}
+	}
+}
+
+func TestUserConfigDir(t *testing.T) {
+	tests := []struct {
+		env  envMap
+		home string
+		want string
+	}{
+		{envMap{"XDG_CONFIG_HOME": "/x"}, "/h", "/x/mcpledger"},
+		{envMap{"XDG_CONFIG_HOME": "rel"}, "/h", "/h/.config/mcpledger"},
+		{envMap{}, "/h", "/h/.config/mcpledger"},
+		{envMap{}, "", ""},
+	}
+	for _, tt := range tests {
+		if got := UserConfigDir(tt.env.lookup, tt.home); got != tt.want {
+			t.Errorf("UserConfigDir(%v, %q) = %q, want %q", tt.env, tt.home, got, tt.want)
+		}
+	}
+}
