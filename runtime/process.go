@@ -174,7 +174,8 @@ func (t *tail) Lines() []string {
 }
 
 // jsonLines passes through only lines that can be JSON-RPC messages (the
-// first non-space byte is '{' or '['). Anything else a server prints on
+// first non-space byte is '{' or '[', and a complete line names
+// "jsonrpc"; go-sdk ends the session on any other line). Anything else a server prints on
 // stdout (banners, logs) is skipped and reported to skipped, instead of
 // breaking the session.
 type jsonLines struct {
@@ -203,7 +204,8 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 				// the rest of a skipped line
 			default:
 				trimmed := bytes.TrimLeft(line, " \t\r")
-				pass := len(trimmed) == 0 || trimmed[0] == '{' || trimmed[0] == '[' || trimmed[0] == '\n'
+				pass := len(trimmed) == 0 || trimmed[0] == '\n' ||
+					(trimmed[0] == '{' || trimmed[0] == '[') && (partial || bytes.Contains(line, []byte(`"jsonrpc"`)))
 				if pass {
 					j.buf = append(j.buf[:0], line...)
 				} else if j.skipped != nil {

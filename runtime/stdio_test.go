@@ -245,3 +245,24 @@ func TestCloseKillsWrapperGrandchildren(t *testing.T) {
 		t.Errorf("survivors after Close: %v", left)
 	}
 }
+
+func TestStdioGarbageOnStdoutIsSkipped(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	_, adapter := openJournal(t)
+	ct, st := stdio("text", bin, nil, "MCPTEST_GARBAGE_STDOUT=1")
+	cj, sj := stdio("json", bin, nil, "MCPTEST_GARBAGE_STDOUT=json")
+	m, _ := runtime.New(adapter, fastOpts(configOf(ct, st, cj, sj)))
+	rep, err := m.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if len(rep.Ready) != 2 {
+		t.Fatalf("ready %v; status %+v", rep.Ready, m.Status())
+	}
+	for _, name := range []string{"text", "json"} {
+		if _, err := m.CallTool(t.Context(), "mcp__"+name+"__echo", map[string]any{"message": "ok"}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
