@@ -115,7 +115,30 @@ func UserConfigDir(lookupEnv func(string) (string, bool), home string) string {
 // variables and validates each entry. It never fails as a whole: a
 // source that cannot be read or parsed is reported in Observed.Errors and
 // contributes nothing, and an entry that cannot be used is reported in
-// its ServerConfig.Invalid without affecting the others.
+// its ServerConfig.Invalid without affecting the others. It reads only
+// the files and src (never the process environment), and is safe to call
+// from several goroutines.
+//
+// Every file has the .mcp.json format: {"mcpServers": {NAME: ENTRY}}, with
+// VS Code's "servers" as an alias ("mcpServers" wins a name in both), and
+// comments and trailing commas allowed. ENTRY fields: "command", "args",
+// "env", "cwd" for stdio; "type" ("stdio", "http", "streamable-http",
+// "streamableHttp" or "sse", in any case), "url", "headers" for remote;
+// without "type", "command" means stdio and "url" means http. Also
+// "disabled" (or "enabled": false), "timeout" in milliseconds,
+// "includeTools" and "excludeTools" (kept as sorted sets; the
+// "tools": {include, exclude} form is not read) and "protocolVersion".
+// null means absent; unknown fields are ignored with a warning.
+//
+// ${NAME} and ${NAME:-default} (the default applies when NAME is unset or
+// empty, and is literal up to "}") expand in command, args, env values
+// and cwd from src.LookupEnv, and in url and header values only from the
+// server's own env block after it is expanded. A leading ~ in command and
+// cwd is src.Home. An unset variable makes the server invalid. Disabled
+// servers are checked as written but not expanded. The journaled form
+// (ServerConfig) keeps the text as written with env and header values
+// replaced by [events.HashValue] digests, and Hash is [events.ConfigHash]
+// of it.
 func LoadConfig(src ConfigSources) LoadedConfig {
 	var lc LoadedConfig
 	obs := &lc.Observed
@@ -323,6 +346,68 @@ func resolve(ps *parsedServer, lookupEnv func(string) (string, bool), home, base
 		spec.Headers[kv.Key] = v
 	}
 	return spec, problems
+}
+
+// missingVarError is an unresolved ${NAME}.
+type missingVarError struct{ name string }
+
+func (e *missingVarError) Error() string { return "${" + e.name + "} is not set" }
+
+// errMalformedVar is a "${" that does not start ${NAME} or ${NAME:-default}.
+var errMalformedVar = errors.New("malformed ${...}")
+
+// expand replaces ${NAME} and ${NAME:-default} in s using lookup. The
+// default applies when NAME is unset or empty (as in the shell) and is
+// taken literally up to the first "}". A "$" not followed by "{" is kept.
+func expand(s string, lookup func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var sb strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			sb.WriteString(s)
+			return sb.String(), nil
+		}
+		sb.WriteString(s[:i])
+		s = s[i+2:]
+		n := 0
+		for n < len(s) && (s[n] == '_' || 'A' <= s[n] && s[n] <= 'Z' || 'a' <= s[n] && s[n] <= 'z' || n > 0 && '0' <= s[n] && s[n] <= '9') {
+			n++
+		}
+		if n == 0 {
+			return "", errMalformedVar
+		}
+		name, rest := s[:n], s[n:]
+		var def string
+		hasDef := false
+		switch {
+		case strings.HasPrefix(rest, "}"):
+			rest = rest[1:]
+		case strings.HasPrefix(rest, ":-"):
+			j := strings.IndexByte(rest, '}')
+			if j < 0 {
+				return "", errMalformedVar
+			}
+			def, hasDef, rest = rest[2:j], true, rest[j+1:]
+		default:
+			return "", errMalformedVar
+		}
+		v, ok := "", false
+		if lookup != nil {
+			v, ok = lookup(name)
+		}
+		switch {
+		case ok && (v != "" || !hasDef):
+			sb.WriteString(v)
+		case hasDef:
+			sb.WriteString(def)
+		default:
+			return "", &missingVarError{name}
+		}
+		s = rest
+	}
 }
 
 func varProblem(err error, where string, scoped bool) string {
