@@ -23,7 +23,7 @@
 //
 // # Secrets
 //
-// Nothing in this package resolves secrets. [RedactConfig] turns env and
+// Nothing in this package resolves secrets. [RedactKVs] turns env and
 // header values into [HashValue] digests before a config enters an event.
 //
 // # Invariants

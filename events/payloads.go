@@ -54,7 +54,7 @@ type ApprovalFact struct {
 }
 
 // ServerConfig is one server's configuration as written, with env and header
-// values replaced by their digests (see [RedactConfig]). Facts the decider
+// values replaced by their digests (see [RedactKVs]). Facts the decider
 // needs for admission travel with it.
 type ServerConfig struct {
 	Name            string    `msgpack:"name" json:"name"`
