@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// maxSummary caps the payload summary of a text log line, in bytes.
+const maxSummary = 240
+
+// writeEventLine writes formatEvent(e) and a newline.
+func writeEventLine(w *bufio.Writer, e *events.Event) {
+	w.WriteString(formatEvent(*e))
+	w.WriteByte('\n')
+}
+
+// formatEvent renders e as one readable line (no newline): time, short
+// session ID, seq, kind, server ("-" for none), the cause if any, and a
+// compact payload summary.
+func formatEvent(e events.Event) string {
+	var sb strings.Builder
+	server := e.Server
+	if server == "" {
+		server = "-"
+	}
+	sb.WriteString(formatTime(e.Time))
+	sb.WriteByte(' ')
+	sb.WriteString(shortID(e.Session))
+	sb.WriteString(" #")
+	sb.WriteString(strconv.FormatUint(e.Seq, 10))
+	sb.WriteByte(' ')
+	sb.WriteString(string(e.Kind))
+	sb.WriteByte(' ')
+	sb.WriteString(server)
+	if e.Cause != 0 {
+		sb.WriteString(" cause=#")
+		sb.WriteString(strconv.FormatUint(e.Cause, 10))
+	}
+	if s := summarize(e.Payload); s != "" {
+		sb.WriteByte(' ')
+		sb.WriteString(s)
+	}
+	return sb.String()
+}
+
+// summarize renders a payload as space-separated key=value pairs in field
+// order, leaving out empty values: nested objects in braces, lists of
+// scalars in brackets, lists of objects as their length.
+func summarize(p events.Payload) string {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	var sb strings.Builder
+	writeObject(&sb, b, false)
+	s := sb.String()
+	if len(s) > maxSummary {
+		cut := maxSummary
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// writeObject writes the JSON object b as key=value pairs, in braces when
+// nested.
+func writeObject(sb *strings.Builder, b []byte, braces bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		sb.Write(b)
+		return
+	}
+	if braces {
+		sb.WriteByte('{')
+	}
+	first := true
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			break
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			break
+		}
+		if isEmpty(raw) {
+			continue
+		}
+		var val strings.Builder
+		writeValue(&val, raw)
+		if val.String() == "{}" { // an object whose fields are all empty
+			continue
+		}
+		if !first {
+			sb.WriteByte(' ')
+		}
+		first = false
+		sb.WriteString(kt.(string))
+		sb.WriteByte('=')
+		sb.WriteString(val.String())
+	}
+	if braces {
+		sb.WriteByte('}')
+	}
+}
+
+func writeValue(sb *strings.Builder, raw json.RawMessage) {
+	switch raw[0] {
+	case '{':
+		writeObject(sb, raw, true)
+	case '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			sb.Write(raw)
+			return
+		}
+		if len(items) > 0 && (items[0][0] == '{' || items[0][0] == '[') {
+			sb.WriteString("[" + strconv.Itoa(len(items)) + " items]")
+			return
+		}
+		sb.WriteByte('[')
+		for i, it := range items {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			writeValue(sb, it)
+		}
+		sb.WriteByte(']')
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			sb.Write(raw)
+			return
+		}
+		if s != "" && !strings.ContainsAny(s, " \t\n\"={}[],") {
+			sb.WriteString(s)
+			return
+		}
+		sb.WriteString(strconv.Quote(s))
+	default:
+		sb.Write(raw)
+	}
+}
+
+// isEmpty reports whether a JSON value is empty: "", 0, false, null, {} or [].
+func isEmpty(raw json.RawMessage) bool {
+	switch string(bytes.TrimSpace(raw)) {
+	case `""`, "0", "false", "null", "{}", "[]":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,21 @@
+// Command mcpledger runs the MCP servers an agent depends on and keeps a
+// ledger of everything that happens to them. See `mcpledger help`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcpledger:", err)
+		os.Exit(exitCode(err))
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mcpledger/mcpledger/store"
+)
+
+// env is everything a command touches besides its arguments. run builds
+// the real one; tests build their own.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// getenv reads an environment variable (os.Getenv).
+	getenv func(string) string
+	// openJournal opens a journal (store.Open). Tests may hand out a
+	// journal they hold open, to append while a command follows it.
+	openJournal func(path string, opts *store.Options) (*store.Journal, error)
+}
+
+// run runs the command line args (without the program name).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, openJournal: store.Open}
+	return e.run(ctx, args)
+}
+
+func (e *env) run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		e.usage()
+		return usageErrorf("no command")
+	}
+	cmd, args := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "sessions":
+		err = (&SessionsCommand{env: e}).Run(ctx, args)
+	case "log":
+		err = (&LogCommand{env: e}).Run(ctx, args)
+	case "verify":
+		err = (&VerifyCommand{env: e}).Run(ctx, args)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 0 {
+			return e.run(ctx, []string{args[0], "-h"})
+		}
+		fmt.Fprint(e.stdout, usage)
+		return nil
+	default:
+		e.usage()
+		return usageErrorf("unknown command %q", cmd)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the flag set printed the command's help
+	}
+	return err
+}
+
+func (e *env) usage() { fmt.Fprint(e.stderr, usage) }
+
+// usage is the CLI contract (architecture.md "CLI contract").
+const usage = `usage: mcpledger COMMAND [flags]   (flags go after the command)
+
+Commands:
+  sessions [--json]
+        list sessions: start, last event, events, servers seen, how it ended
+  log [--session ID|last] [--server N] [--kind K] [--follow] [--json]
+        print events in journal order, one a line (--json: one object a line)
+  verify
+        check every record (CRC, decode, gapless seqs, hash chains, indexes)
+  help [COMMAND]
+        print this help, or a command's flags
+
+Not in this build yet:
+  demo
+  run [--once] [--watch=true]
+  status | tools [--json]
+  call TOOL [--args JSON] [--json]
+  approve NAME | reject NAME | approvals [--json]
+  replay [SESSION|last] [--until SEQ] [--verify] [--json]
+  export SESSION > s.jsonl | import s.jsonl
+  timeline SESSION -o timeline.html
+  why TOOL [--at SEQ|TIME]
+  serve --stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F]
+
+SESSION is a session ID, a unique prefix of one, or "last" (the most recent).
+
+Common flags:
+  --journal PATH   the journal (env MCPLEDGER_JOURNAL,
+                   default $XDG_STATE_HOME/mcpledger/journal.db,
+                   or ~/.local/state/mcpledger/journal.db)
+
+Exit status: 0 ok, 1 error, 2 bad command line.
+`
+
+// usageError is a command line that cannot run. It exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode maps an error returned by run to the process exit status.
+func exitCode(err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpledger/mcpledger/store"
+)
+
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{nil, 2, "usage: mcpledger COMMAND"},
+		{[]string{"frobnicate"}, 2, "usage: mcpledger COMMAND"},
+		{[]string{"log", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"log", "stray"}, 2, "usage: mcpledger log"},
+		{[]string{"log", "--kind", "nope"}, 2, ""},
+		{[]string{"log", "-h"}, 0, "usage: mcpledger log"},
+		{[]string{"help", "sessions"}, 0, "usage: mcpledger sessions"},
+	} {
+		r := runCLI(t, c.args...)
+		if code := codeOf(r.err); code != c.code {
+			t.Errorf("%q: exit %d (%v), want %d", c.args, code, r.err, c.code)
+		}
+		if !strings.Contains(r.stderr, c.inStderr) {
+			t.Errorf("%q: stderr lacks %q:\n%s", c.args, c.inStderr, r.stderr)
+		}
+	}
+	r := runCLI(t, "help")
+	if r.err != nil || !strings.Contains(r.stdout, "log [--session ID|last]") || !strings.Contains(r.stdout, "serve --stdio") {
+		t.Errorf("help: %v\n%s", r.err, r.stdout)
+	}
+}
+
+func codeOf(err error) int {
+	if err == nil {
+		return 0
+	}
+	return exitCode(err)
+}
+
+func TestJournalPath(t *testing.T) {
+	f := newFixture(t)
+	home := t.TempDir()
+	for _, c := range []struct {
+		name string
+		vars map[string]string
+		args []string
+		want string // in the error, or "" for success
+	}{
+		{"flag", nil, []string{"--journal", f.path}, ""},
+		{"env", map[string]string{"MCPLEDGER_JOURNAL": f.path}, nil, ""},
+		{"flag beats env", map[string]string{"MCPLEDGER_JOURNAL": "/nonexistent/j.db"}, []string{"--journal", f.path}, ""},
+		{"xdg", map[string]string{"XDG_STATE_HOME": "/nonexistent/state", "HOME": home},
+			nil, "no journal at /nonexistent/state/mcpledger/journal.db (from $XDG_STATE_HOME); pass --journal PATH or set MCPLEDGER_JOURNAL"},
+		{"relative xdg is ignored", map[string]string{"XDG_STATE_HOME": "rel", "HOME": home},
+			nil, "no journal at " + filepath.Join(home, ".local/state/mcpledger/journal.db") + " (from the default)"},
+		{"missing flag path", nil, []string{"--journal", "/nonexistent/j.db"}, "no journal at /nonexistent/j.db (from --journal)"},
+	} {
+		for _, cmd := range []string{"sessions", "log", "verify"} {
+			r := runEnv(t, c.vars, append([]string{cmd}, c.args...)...)
+			switch {
+			case c.want == "" && r.err != nil:
+				t.Errorf("%s, %s: %v", c.name, cmd, r.err)
+			case c.want != "" && (r.err == nil || !strings.Contains(r.err.Error(), c.want)):
+				t.Errorf("%s, %s: err = %v, want it to contain %q", c.name, cmd, r.err, c.want)
+			}
+		}
+	}
+}
+
+// TestLocked opens the fixture for writing, as `mcpledger run` would:
+// read commands fail within about a second, saying what to do.
+func TestLocked(t *testing.T) {
+	f := newFixture(t)
+	j, err := store.Open(f.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	start := time.Now()
+	r := runCLI(t, "sessions", "--journal", f.path)
+	if !errors.Is(r.err, store.ErrLocked) || !strings.Contains(r.err.Error(), "mcpledger run") {
+		t.Errorf("sessions on a locked journal: %v", r.err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+}
