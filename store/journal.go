@@ -179,6 +179,7 @@ func initMeta(db *bolt.DB, readOnly bool) error {
 			if err != nil {
 				return err
 			}
+			meta.FillPercent = fillPercent
 			for _, kv := range [][2][]byte{
 				{keyFormat, []byte(strconv.Itoa(FormatVersion))},
 				{keyCodec, []byte(strconv.Itoa(CodecVersion))},
@@ -189,9 +190,11 @@ func initMeta(db *bolt.DB, readOnly bool) error {
 				}
 			}
 			for _, name := range [][]byte{bucketStreams, bucketLog, bucketHeads, bucketIDs} {
-				if _, err := tx.CreateBucket(name); err != nil {
+				b, err := tx.CreateBucket(name)
+				if err != nil {
 					return err
 				}
+				b.FillPercent = fillPercent
 			}
 		}
 		return check(tx)

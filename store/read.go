@@ -181,11 +181,11 @@ func (s *streamCursor) get(seq uint64) []byte {
 // decode decodes the record stored at (sid, seq) and checks that it
 // says so. gpos is checked when non-zero.
 func decode(dec *events.Decoder, sid uuid.UUID, seq, gpos uint64, rec []byte) (events.Event, error) {
-	if !events.CheckCRC(rec) {
-		return events.Event{}, &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "CRC mismatch"}
-	}
-	e, err := dec.Decode(rec)
+	e, err := dec.Decode(rec) // checks the CRC first
 	if err != nil {
+		if !events.CheckCRC(rec) {
+			return e, &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "CRC mismatch"}
+		}
 		return e, &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "undecodable record", Err: err}
 	}
 	if e.Session != sid || e.Seq != seq || (gpos != 0 && e.GPos != gpos) {
