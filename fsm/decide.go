@@ -161,7 +161,9 @@ func (d *decider) fail(attempt int, cerr events.ClassifiedError) error {
 		return err
 	}
 	next := retries + 1
-	if next > o.MaxAttempts {
+	if next >= o.MaxAttempts {
+		// MaxAttempts counts launches in the episode, the first included:
+		// this was the last one.
 		return d.transition(name, TrigExhaust, events.ReasonExhausted, 0, &cerr)
 	}
 	ceil := BackoffCeil(o, next)

@@ -36,8 +36,12 @@
 //
 // A failure of the current attempt moves the server to reconnecting and
 // schedules a timer: retry n waits a full-jitter delay in [0, min(max,
-// base·2^(n-1))], default 1 s doubling to 30 s. After MaxAttempts retries
-// (default 5) the server is failed until an explicit reconnect. A server
+// base·2^(n-1))], default 1 s doubling to 30 s. MaxAttempts (default 5)
+// counts the launches of an episode, the first included: when the fifth
+// fails the server is failed until an explicit reconnect. With the
+// defaults a crash loop therefore ends failed before the storm breaker
+// (5 launches per 30 s) holds it; the breaker catches what the budget
+// cannot see: restarts of mcpledger and explicit reconnects. A server
 // that stayed ready StableMs (default 30 s) starts a fresh budget. The storm
 // breaker allows at most StormLimit launches (default 5) per StormWindowMs
 // (default 30 s), counting launches recorded by earlier sessions

@@ -8,7 +8,7 @@ import (
 )
 
 // Default decider options (architecture.md, seed 003): backoff 1 s doubling
-// to 30 s with full jitter, 5 attempts, storm breaker 5 launches per 30 s,
+// to 30 s with full jitter, 5 attempts (launches per episode), storm breaker 5 launches per 30 s,
 // 3 failed pings, a fresh retry budget after 30 s ready.
 const (
 	DefaultBackoffBaseMs = 1000

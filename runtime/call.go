@@ -56,12 +56,12 @@ func (m *Manager) CallTool(ctx context.Context, name string, args any) (*mcp.Cal
 	if cs == nil {
 		return nil, &UnavailableError{Server: entry.Server, State: events.StateReconnecting, Detail: "its session just ended"}
 	}
-	if args == nil {
-		args = map[string]any{}
-	}
 	argsJSON, err := json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: arguments for %s do not encode as JSON: %w", name, err)
+	}
+	if string(argsJSON) == "null" { // nil, or a typed nil map: no arguments
+		argsJSON = []byte("{}")
 	}
 	durable := m.opts.Durability == Audit
 	callID := uuid.Must(uuid.NewV7()).String()

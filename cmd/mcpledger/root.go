@@ -43,6 +43,23 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&LogCommand{env: e}).Run(ctx, args)
 	case "verify":
 		err = (&VerifyCommand{env: e}).Run(ctx, args)
+	case "run":
+		err = (&RunCommand{env: e}).Run(ctx, args)
+	case "status":
+		err = (&StatusCommand{env: e}).Run(ctx, args)
+	case "tools":
+		err = (&ToolsCommand{env: e}).Run(ctx, args)
+	case "call":
+		err = (&CallCommand{env: e}).Run(ctx, args)
+	case "demo":
+		err = (&DemoCommand{env: e}).Run(ctx, args)
+	case "reconnect", "refresh", "reload", "stop":
+		err = (&ControlCommand{env: e, op: cmd}).Run(ctx, args)
+	case demoServerCmd:
+		if len(args) != 1 {
+			return usageErrorf("%s KIND", demoServerCmd)
+		}
+		return runDemoServer(ctx, args[0])
 	case "help", "-h", "-help", "--help":
 		if len(args) > 0 {
 			return e.run(ctx, []string{args[0], "-h"})
@@ -65,6 +82,17 @@ func (e *env) usage() { fmt.Fprint(e.stderr, usage) }
 const usage = `usage: mcpledger COMMAND [flags]   (flags go after the command)
 
 Commands:
+  demo
+        run embedded demo servers in a temporary journal: watch them come up,
+        crash and reconnect, then read what the journal recorded
+  run [--once] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]
+        supervise the configured servers in the foreground (Ctrl-C stops them)
+  status | tools [--json]
+        servers and tools of the running mcpledger, or of the last session
+  call TOOL [--args JSON] [--json]
+        call a tool (through the running mcpledger, or in a one-shot session)
+  reconnect NAME | stop NAME | refresh NAME | reload
+        act on the running mcpledger (reconnect --failed: every failed server)
   sessions [--json]
         list sessions: start, last event, events, servers seen, how it ended
   log [--session ID|last] [--server N] [--kind K] [--follow] [--json]
@@ -75,10 +103,7 @@ Commands:
         print this help, or a command's flags
 
 Not in this build yet:
-  demo
-  run [--once] [--watch=true]
-  status | tools [--json]
-  call TOOL [--args JSON] [--json]
+  run --watch
   approve NAME | reject NAME | approvals [--json]
   replay [SESSION|last] [--until SEQ] [--verify] [--json]
   export SESSION > s.jsonl | import s.jsonl

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/store"
+)
+
+// storeJournal adapts *store.Journal to runtime.Journal: the Manager
+// pre-assigns seqs, so every append expects the session to end right
+// before its first event.
+type storeJournal struct{ j *store.Journal }
+
+var _ runtime.Journal = storeJournal{}
+
+func (s storeJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Event) error {
+	_, err := s.j.Append(ctx, sid, store.Exact(evs[0].Seq-1), evs)
+	return err
+}
+
+func (s storeJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(context.Context) error {
+	p := s.j.Submit(sid, store.Exact(evs[0].Seq-1), evs)
+	return func(ctx context.Context) error { _, err := p.Wait(ctx); return err }
+}
+
+func (s storeJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
+	return s.j.ReadAll(ctx, from, fn)
+}
+
+// openWritable opens (creating if needed) the journal for a supervising
+// command. A journal held by another process is reported with what to do.
+func (f *commandFlags) openWritable() (*store.Journal, string, error) {
+	path, _, err := f.journalPath()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, "", err
+	}
+	j, err := f.env.openJournal(path, nil)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, "", fmt.Errorf("%w\n(commands like status, tools and call reach a running mcpledger over %s)", err, runtime.ControlPath(path))
+	}
+	return j, path, err
+}
+
+// control returns a client for the mcpledger process holding the journal,
+// or nil when none is running.
+func (f *commandFlags) control() *runtime.ControlClient {
+	path, _, err := f.journalPath()
+	if err != nil {
+		return nil
+	}
+	c, err := runtime.DialControl(runtime.ControlPath(path))
+	if err != nil {
+		return nil
+	}
+	return c
+}

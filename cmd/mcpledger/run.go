@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
+	rt "github.com/mcpledger/mcpledger/runtime"
+)
+
+// RunCommand supervises the configured servers in the foreground until
+// interrupted (or, with --once, until every server settles).
+type RunCommand struct{ env *env }
+
+// Run parses args and runs the session.
+func (c *RunCommand) Run(ctx context.Context, args []string) error {
+	f := c.env.newCommandFlags("run", "[--once] [--watch=true] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
+	var cf configFlags
+	cf.register(f)
+	once := f.Bool("once", false, "settle every server, print status, stop; exit 1 if any server ended failed")
+	f.Bool("watch", true, "reload when a config file changes")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	j, path, err := f.openWritable()
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	opts, err := cf.options(c.env, "run")
+	if err != nil {
+		return err
+	}
+	m, err := rt.New(storeJournal{j}, opts)
+	if err != nil {
+		return err
+	}
+	stopWatch := watchStates(m, c.env.stderr)
+	rep, err := m.Start(ctx)
+	if err != nil {
+		stopWatch()
+		m.Close()
+		return err
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintln(c.env.stderr, "config:", e)
+	}
+	srv, err := rt.ServeControl(m, rt.ControlPath(path))
+	if err != nil {
+		fmt.Fprintln(c.env.stderr, "warning:", err)
+	} else {
+		defer srv.Close()
+	}
+	fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
+		m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
+	if *once {
+		settle(ctx, m)
+		stopWatch()
+		printStatus(c.env.stdout, m.Status(), time.Now())
+		failed := 0
+		for _, s := range m.Status() {
+			if s.State == events.StateFailed {
+				failed++
+			}
+		}
+		if err := m.Shutdown("run --once"); err != nil {
+			return err
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d server(s) ended failed", failed)
+		}
+		return nil
+	}
+	<-ctx.Done()
+	stopWatch()
+	fmt.Fprintln(c.env.stderr, "stopping: every server is being shut down")
+	return m.Shutdown("signal")
+}
+
+// settle waits until every server is ready, failed or stopped.
+func settle(ctx context.Context, m *rt.Manager) {
+	views, cancel := m.Subscribe()
+	defer cancel()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case v := <-views:
+			done := true
+			for _, s := range v.Status {
+				if s.State != events.StateReady && s.State != events.StateFailed && s.State != events.StateStopped {
+					done = false
+				}
+			}
+			if done {
+				return
+			}
+		case <-timeout:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watchStates prints every server state change to w as it happens. The
+// returned func stops it and waits for the printer to end.
+func watchStates(m *rt.Manager, w io.Writer) (stop func()) {
+	views, cancel := m.Subscribe()
+	done := make(chan struct{})
+	quit := make(chan struct{})
+	go func() { // owned: stop() ends it and waits
+		defer close(done)
+		last := map[string]projections.ServerStatus{}
+		t0 := time.Now()
+		for {
+			var v *rt.View
+			select {
+			case v = <-views:
+			case <-quit:
+				return
+			}
+			for _, s := range v.Status {
+				p, seen := last[s.Name]
+				if seen && p.State == s.State && p.Attempt == s.Attempt {
+					continue
+				}
+				last[s.Name] = s
+				line := fmt.Sprintf("%7s  %-16s %-12s", time.Since(t0).Round(time.Millisecond), s.Name, s.State)
+				if s.Attempt > 1 {
+					line += fmt.Sprintf(" attempt %d", s.Attempt)
+				}
+				if s.Reason != "" {
+					line += " (" + string(s.Reason) + ")"
+				}
+				if s.State == events.StateReady {
+					line += fmt.Sprintf(" %d tools", s.Tools)
+				}
+				if s.Error != "" && s.State != events.StateReady {
+					line += "  " + s.Error
+				}
+				fmt.Fprintln(w, line)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		close(quit)
+		<-done
+	}
+}

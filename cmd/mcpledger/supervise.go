@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/mcpledger/mcpledger/projections"
+	rt "github.com/mcpledger/mcpledger/runtime"
+)
+
+// configFlags are the flags of commands that load the configuration.
+type configFlags struct {
+	configs   []string
+	workspace string
+	allowed   string
+	verbose   bool
+}
+
+type multiFlag struct{ vals *[]string }
+
+func (m multiFlag) String() string { return "" }
+func (m multiFlag) Set(v string) error {
+	*m.vals = append(*m.vals, v)
+	return nil
+}
+
+func (c *configFlags) register(f *commandFlags) {
+	f.Var(multiFlag{&c.configs}, "mcp-config", "config `FILE` (repeatable; highest priority, earlier files win)")
+	f.StringVar(&c.workspace, "workspace", "", "workspace `DIR` whose .mcp.json is read (default: current directory)")
+	f.StringVar(&c.allowed, "allowed-servers", "", "comma-separated upper bound on which servers may run (settings can narrow it, never widen it)")
+	f.BoolVar(&c.verbose, "verbose", false, "log runtime warnings to stderr")
+}
+
+// loader returns the config loader the runtime calls at start and reload.
+func (c *configFlags) loader(e *env) func() rt.LoadedConfig {
+	ws := c.workspace
+	if ws == "" {
+		ws, _ = os.Getwd()
+	}
+	home := e.getenv("HOME")
+	lookup := func(k string) (string, bool) { return os.LookupEnv(k) }
+	src := rt.ConfigSources{Flags: c.configs, Workspace: ws, UserDir: rt.UserConfigDir(lookup, home),
+		LookupEnv: lookup, Home: home}
+	if c.allowed != "" {
+		src.HasLaunchBound = true
+		for _, s := range strings.Split(c.allowed, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				src.LaunchBound = append(src.LaunchBound, s)
+			}
+		}
+	}
+	return func() rt.LoadedConfig { return rt.LoadConfig(src) }
+}
+
+func (c *configFlags) options(e *env, command string) (*rt.Options, error) {
+	o := &rt.Options{Config: c.loader(e), Command: command, Build: buildID(), Version: version()}
+	// MCPLEDGER_DECIDER tunes backoff, attempts, the storm breaker and ping
+	// failures: a JSON object of events.DeciderOptions fields, e.g.
+	// {"backoff_base_ms":500,"max_attempts":8}. Unset fields keep defaults.
+	if s := e.getenv("MCPLEDGER_DECIDER"); s != "" {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o.Decider); err != nil {
+			return nil, fmt.Errorf("MCPLEDGER_DECIDER: %w (want a JSON object such as {\"backoff_base_ms\":500,\"max_attempts\":8})", err)
+		}
+	}
+	if c.verbose {
+		o.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return o, nil
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func buildID() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	s := bi.GoVersion
+	for _, kv := range bi.Settings {
+		if kv.Key == "vcs.revision" {
+			s += " " + kv.Value
+		}
+	}
+	return s
+}
+
+// printStatus writes one line per server: name, state, reason, transport,
+// tools, attempt, since, error.
+func printStatus(w interface{ Write([]byte) (int, error) }, rows []projections.ServerStatus, now time.Time) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no servers")
+		return
+	}
+	fmt.Fprintf(w, "%-20s %-13s %-17s %-9s %5s %7s %8s  %s\n", "SERVER", "STATE", "REASON", "TRANSPORT", "TOOLS", "ATTEMPT", "SINCE", "ERROR")
+	for _, s := range rows {
+		since := "-"
+		if s.Since > 0 {
+			since = now.Sub(time.Unix(0, s.Since)).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "%-20s %-13s %-17s %-9s %5d %7d %8s  %s\n", s.Name, s.State, dash(string(s.Reason)), s.Transport, s.Tools, s.Attempt, since, s.Error)
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
