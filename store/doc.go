@@ -54,10 +54,12 @@
 // There is no timer, so a lone writer pays one commit per append and
 // concurrent writers share commits.
 //
-// Reads decode up to a few hundred events per short read transaction and
-// call fn outside it, so fn may block or append without stalling the
-// writer. Followers sleep on a channel that the writer closes after each
-// commit.
+// Reads copy a few hundred records per short read transaction, decode
+// them outside it and call fn in the caller's goroutine, in order, so fn
+// may block or append without stalling the writer. A read longer than
+// one chunk decodes on GOMAXPROCS goroutines that the call starts and
+// waits for before it returns. Followers sleep on a channel that the
+// writer closes after each commit.
 //
 // Only one process may open a file for writing; [Options.ReadOnly] opens
 // take a shared lock, which also excludes writers. [ErrLocked] says so.
