@@ -24,7 +24,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	w := c.env.stderr
+	w := &syncWriter{w: c.env.stderr} // the state printer writes too
 	exe, err := os.Executable()
 	if err != nil {
 		return err

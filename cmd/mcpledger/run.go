@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -25,6 +26,8 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	// The state printer and this goroutine both write to stderr.
+	c.env.stderr = &syncWriter{w: c.env.stderr}
 	j, path, err := f.openWritable()
 	if err != nil {
 		return err
@@ -78,6 +81,18 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	stopWatch()
 	fmt.Fprintln(c.env.stderr, "stopping: every server is being shut down")
 	return m.Shutdown("signal")
+}
+
+// syncWriter serializes writes from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }
 
 // settle waits until every server is ready, failed or stopped.
