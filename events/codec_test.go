@@ -24,7 +24,7 @@ func sample() []Event {
 	cfg := ServerConfig{Name: "gh", Source: "/w/.mcp.json", Scope: ScopeProject, Transport: TransportStdio,
 		Command: "npx", Args: []string{"-y", "gh-mcp"}, Env: RedactKVs([]KV{{"Z", "1"}, {"GITHUB_TOKEN", "ghp_secret"}}),
 		Headers: RedactKVs([]KV{{"Authorization", "Bearer x"}}), TimeoutMs: 5000, IncludeTools: []string{"read*"},
-		Gated: true, Approval: ApprovalFact{Decision: DecisionApprove, Hash: "sha256:ab", By: "alice", At: 7, Changed: []string{"args"}},
+		Gated: true, Approval: ApprovalFact{Decision: DecisionApprove, Hash: "sha256:ab", By: "alice", At: 7, Changed: []string{"args"}, ToolHashes: []KV{{"t", "h"}}},
 		RecentLaunches: []int64{1, 2, 3}}
 	cfg.Hash = ConfigHash(&cfg)
 	tool := Tool{Name: "search", Description: "Search issues", InputSchema: `{"type":"object"}`,
@@ -57,6 +57,8 @@ func sample() []Event {
 		&ServerTransitioned{From: StateReady, To: StateReconnecting, Trigger: "fail", Attempt: 2, Error: &ce},
 		&TimerScheduled{TimerID: 3, Purpose: TimerBackoff, Attempt: 2, Retry: 1, DelayMs: 10, CeilMs: 1000, FireAt: 99},
 		&ApprovalRequested{Workspace: "/w", Hash: cfg.Hash, Scope: ScopeProject, Previous: "p", Changed: []string{"args"}},
+		&ToolsPinned{Workspace: "/w", Hash: cfg.Hash, Tools: []KV{{"search", tool.DefHash}}},
+		&ToolsChanged{Changed: []ToolChange{{Name: "search", Pinned: "a", Listed: "b"}, {Name: "new", Listed: "c"}}},
 	}
 	sid := uuid.MustParse("0190f5a2-7d3c-7a10-8000-000000000001")
 	out := make([]Event, len(ps))
@@ -90,7 +92,7 @@ func TestEveryKindHasSample(t *testing.T) {
 			inputs++
 		}
 	}
-	if inputs != 18 || len(Kinds())-inputs != 6 {
+	if inputs != 18 || len(Kinds())-inputs != 8 {
 		t.Errorf("inputs=%d decisions=%d", inputs, len(Kinds())-inputs)
 	}
 }

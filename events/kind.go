@@ -37,6 +37,8 @@ const (
 	KindServerTransitioned Kind = "server.transitioned"
 	KindTimerScheduled     Kind = "timer.scheduled"
 	KindApprovalRequested  Kind = "approval.requested"
+	KindToolsPinned        Kind = "tools.pinned"
+	KindToolsChanged       Kind = "tools.changed"
 )
 
 // Kinds lists every kind in a fixed order: inputs first, then decisions.
@@ -48,7 +50,7 @@ func Kinds() []Kind {
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
 		KindCallStarted, KindCallFinished,
 		KindSessionStopped, KindReloadDecided, KindAdmissionDecided, KindServerTransitioned,
-		KindTimerScheduled, KindApprovalRequested,
+		KindTimerScheduled, KindApprovalRequested, KindToolsPinned, KindToolsChanged,
 	}
 }
 
@@ -138,6 +140,10 @@ func newPayload(k Kind) (Payload, error) {
 		return &TimerScheduled{}, nil
 	case KindApprovalRequested:
 		return &ApprovalRequested{}, nil
+	case KindToolsPinned:
+		return &ToolsPinned{}, nil
+	case KindToolsChanged:
+		return &ToolsChanged{}, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownKind, string(k))
 }

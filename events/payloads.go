@@ -51,6 +51,9 @@ type ApprovalFact struct {
 	// Changed names the hashed fields that differ between the config the
 	// decision was made for and the current one (empty when the hashes match).
 	Changed []string `msgpack:"changed,omitempty" json:"changed,omitempty"`
+	// ToolHashes are the tool definitions pinned under this approval
+	// (name → ToolDefHash), sorted by name; empty until the first listing.
+	ToolHashes []KV `msgpack:"tool_hashes,omitempty" json:"tool_hashes,omitempty"`
 }
 
 // ServerConfig is one server's configuration as written, with env and header
@@ -403,6 +406,31 @@ type ApprovalRequested struct {
 	Changed   []string `msgpack:"changed,omitempty" json:"changed,omitempty"`
 }
 
+// ToolsPinned records the tool definitions an approval pins: at the first
+// listing after an approval (trust on first use), or when a re-approval
+// accepts changed definitions. Later listings are compared against them.
+type ToolsPinned struct {
+	Workspace string `msgpack:"workspace" json:"workspace"`
+	Hash      string `msgpack:"hash" json:"hash"`   // the approved config hash
+	Tools     []KV   `msgpack:"tools" json:"tools"` // name → ToolDefHash, sorted by name
+}
+
+// ToolChange is one tool whose listed definition differs from its pin.
+// Pinned is "" for a tool the approval never saw; Listed is "" for a
+// pinned tool no longer listed (informational: removal is not withheld).
+type ToolChange struct {
+	Name   string `msgpack:"name" json:"name"`
+	Pinned string `msgpack:"pinned,omitempty" json:"pinned,omitempty"`
+	Listed string `msgpack:"listed,omitempty" json:"listed,omitempty"`
+}
+
+// ToolsChanged records the set of an approved server's tools whose
+// definitions no longer match the approval: those tools leave the catalog
+// with reason tool_changed until re-approved. An empty Changed clears it.
+type ToolsChanged struct {
+	Changed []ToolChange `msgpack:"changed" json:"changed"`
+}
+
 // Kind implementations.
 func (*SessionStarted) Kind() Kind     { return KindSessionStarted }
 func (*StopRequested) Kind() Kind      { return KindStopRequested }
@@ -428,3 +456,5 @@ func (*AdmissionDecided) Kind() Kind   { return KindAdmissionDecided }
 func (*ServerTransitioned) Kind() Kind { return KindServerTransitioned }
 func (*TimerScheduled) Kind() Kind     { return KindTimerScheduled }
 func (*ApprovalRequested) Kind() Kind  { return KindApprovalRequested }
+func (*ToolsPinned) Kind() Kind        { return KindToolsPinned }
+func (*ToolsChanged) Kind() Kind       { return KindToolsChanged }
