@@ -84,8 +84,17 @@ func (d *decider) decide() error {
 	case *events.TransportOpened:
 		return d.launched(p.Attempt)
 	case *events.ToolsListed:
-		if srv, ok := d.current(p.Attempt); ok && srv.Phase == events.StateHandshaking {
-			return d.transition(d.in.Server, TrigReady, events.ReasonNone, 0, nil)
+		srv, ok := d.current(p.Attempt)
+		if !ok {
+			return nil
+		}
+		if srv.Phase == events.StateHandshaking {
+			if err := d.transition(d.in.Server, TrigReady, events.ReasonNone, 0, nil); err != nil {
+				return err
+			}
+		}
+		if srv.Phase == events.StateHandshaking || srv.Phase == events.StateReady {
+			d.checkPins(d.in.Server)
 		}
 	case *events.ConnectFailed:
 		return d.fail(p.Attempt, p.Error)
@@ -371,15 +380,26 @@ func isRunReason(r events.Reason) bool {
 	return r == events.ReasonStormHold || r == events.ReasonStopRequested
 }
 
+// approval acts on a decision about a server this session runs at the
+// decided hash. A decision about another server or hash is a fact for the
+// approvals projection (an offline `mcpledger approve`, or one for a config
+// edited since): it causes nothing here. [CheckApproval] tells a live
+// caller about those cases before it journals anything.
 func (d *decider) approval(p *events.ApprovalDecided) error {
 	name := d.in.Server
 	srv, ok := d.prev.Servers[name]
-	if !ok || !srv.InConfig {
-		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	if !ok || !srv.InConfig || p.Hash != srv.Config.Hash {
+		return nil
 	}
-	if p.Hash != srv.Config.Hash {
-		return fmt.Errorf("%w: %q is at %s, the decision names %s", ErrStaleApproval, name,
-			events.ShortHash(srv.Config.Hash), events.ShortHash(p.Hash))
+	switch {
+	case p.Decision == events.DecisionApprove && len(srv.Listed) > 0 &&
+		(srv.Phase == events.StateReady || srv.Phase == events.StateHandshaking):
+		// A re-approval of a running server accepts its current tools.
+		d.emit(name, &events.ToolsPinned{Workspace: d.s.Config.Workspace, Hash: srv.Config.Hash, Tools: srv.Listed})
+		if len(srv.Withheld) > 0 {
+			d.emit(name, &events.ToolsChanged{})
+		}
+		return nil
 	}
 	switch {
 	case srv.Phase == events.StateStopped && isAdmissionReason(srv.Reason):
@@ -391,6 +411,58 @@ func (d *decider) approval(p *events.ApprovalDecided) error {
 		return d.transition(name, TrigStop, events.ReasonRejected, 0, nil)
 	}
 	return nil
+}
+
+// CheckApproval reports why an approval decision about server at hash
+// would change nothing in state s: the server is unknown to the session or
+// its config is at another hash. Callers use it to refuse a typo or a stale
+// decision before journaling it.
+func CheckApproval(s State, server, hash string) error {
+	srv, ok := s.Servers[server]
+	if !ok || !srv.InConfig {
+		return fmt.Errorf("%w: %q", ErrUnknownServer, server)
+	}
+	if hash != srv.Config.Hash {
+		return fmt.Errorf("%w: %q is at %s, the decision names %s", ErrStaleApproval, server,
+			events.ShortHash(srv.Config.Hash), events.ShortHash(hash))
+	}
+	return nil
+}
+
+// checkPins compares an approved gated server's listing with the tool
+// definitions its approval pins: the first listing after an approval pins
+// them (trust on first use); later listings withhold every tool whose
+// definition differs from its pin, or that the approval never saw.
+func (d *decider) checkPins(name string) {
+	srv := d.s.Servers[name]
+	a := srv.Config.Approval
+	if !srv.Config.Gated || a.Decision != events.DecisionApprove || a.Hash != srv.Config.Hash {
+		return
+	}
+	if len(srv.Pins) == 0 {
+		if len(srv.Listed) > 0 {
+			d.emit(name, &events.ToolsPinned{Workspace: d.s.Config.Workspace, Hash: srv.Config.Hash, Tools: srv.Listed})
+		}
+		if len(srv.Withheld) > 0 {
+			d.emit(name, &events.ToolsChanged{})
+		}
+		return
+	}
+	pins := make(map[string]string, len(srv.Pins))
+	for _, kv := range srv.Pins {
+		pins[kv.Key] = kv.Value
+	}
+	var changed []events.ToolChange
+	var names []string
+	for _, kv := range srv.Listed { // sorted by name
+		if pinned, ok := pins[kv.Key]; !ok || pinned != kv.Value {
+			changed = append(changed, events.ToolChange{Name: kv.Key, Pinned: pinned, Listed: kv.Value})
+			names = append(names, kv.Key)
+		}
+	}
+	if !slices.Equal(names, srv.Withheld) {
+		d.emit(name, &events.ToolsChanged{Changed: changed})
+	}
 }
 
 func (d *decider) reconnect(p *events.ReconnectRequested) error {

@@ -3,6 +3,7 @@ package fsm
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/mcpledger/mcpledger/events"
 )
@@ -81,6 +82,13 @@ type Server struct {
 	// Promptable is the config hash an approval was requested for and not
 	// yet decided ("" when none).
 	Promptable string
+	// Pins are the tool definitions the current approval pins (name →
+	// ToolDefHash, sorted); Listed are the definitions of the last listing
+	// of the current attempt; Withheld names the tools whose listed
+	// definition differs from its pin (they leave the catalog).
+	Pins     []events.KV
+	Listed   []events.KV
+	Withheld []string
 }
 
 // State is everything the decider knows about a session. It is a value
@@ -134,8 +142,30 @@ func Evolve(s State, e events.Event) State {
 		s = evolveConfig(s, p)
 	case *events.ApprovalDecided:
 		if srv, ok := s.Servers[e.Server]; ok && p.Hash == srv.Config.Hash {
-			srv.Config.Approval = events.ApprovalFact{Decision: p.Decision, Hash: p.Hash, By: p.By, At: e.Time}
+			srv.Config.Approval = events.ApprovalFact{Decision: p.Decision, Hash: p.Hash, By: p.By, At: e.Time, ToolHashes: p.ToolHashes}
 			srv.Promptable = ""
+			srv.Pins = p.ToolHashes
+			s.Servers[e.Server] = srv
+		}
+	case *events.ToolsListed:
+		if srv, ok := s.Servers[e.Server]; ok && p.Attempt == srv.Attempt {
+			srv.Listed = listedHashes(p.Tools)
+			s.Servers[e.Server] = srv
+		}
+	case *events.ToolsPinned:
+		if srv, ok := s.Servers[e.Server]; ok {
+			srv.Pins = p.Tools
+			srv.Config.Approval.ToolHashes = p.Tools
+			s.Servers[e.Server] = srv
+		}
+	case *events.ToolsChanged:
+		if srv, ok := s.Servers[e.Server]; ok {
+			srv.Withheld = nil
+			for _, c := range p.Changed {
+				if c.Listed != "" {
+					srv.Withheld = append(srv.Withheld, c.Name)
+				}
+			}
 			s.Servers[e.Server] = srv
 		}
 	case *events.ServerTransitioned:
@@ -196,6 +226,26 @@ func Evolve(s State, e events.Event) State {
 	return s
 }
 
+// listedHashes returns name → ToolDefHash of a listing, sorted by name (the
+// first definition of a duplicated name wins, as in the catalog).
+func listedHashes(tools []events.Tool) []events.KV {
+	out := make([]events.KV, 0, len(tools))
+	seen := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		h := t.DefHash
+		if h == "" {
+			h = events.ToolDefHash(t.Name, t.Description, t.InputSchema)
+		}
+		out = append(out, events.KV{Key: t.Name, Value: h})
+	}
+	slices.SortFunc(out, func(a, b events.KV) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
 // maxLaunches bounds how many launch times a server keeps; the storm
 // breaker needs at most its limit.
 const maxLaunches = 64
@@ -217,6 +267,12 @@ func evolveConfig(s State, p *events.ConfigObserved) State {
 		if !ok || !srv.InConfig && srv.Phase == events.StateStopped {
 			if !ok {
 				srv = Server{Name: c.Name, Phase: events.StateConfiguring}
+			}
+		}
+		if srv.Config.Hash != c.Hash || srv.Config.Approval.Hash != c.Approval.Hash || srv.Config.Approval.Decision != c.Approval.Decision {
+			srv.Pins = nil
+			if c.Approval.Decision == events.DecisionApprove && c.Approval.Hash == c.Hash {
+				srv.Pins = c.Approval.ToolHashes
 			}
 		}
 		srv.Config, srv.InConfig = c, true
