@@ -54,6 +54,10 @@ type Decision struct {
 	// Session and Seq locate the approval.decided event.
 	Session string `json:"session"`
 	Seq     uint64 `json:"seq"`
+	// Config is the (redacted) config the decision was made for, when the
+	// decision recorded it: a later config can then be explained field by
+	// field (events.ChangedFields).
+	Config *events.ServerConfig `json:"config,omitempty"`
 }
 
 // PendingRequest is an approval.requested that no later decision for its
@@ -99,9 +103,15 @@ func (a *Approvals) Apply(e events.Event) {
 		k := approvalKey{p.Workspace, e.Server}
 		a.decided[k] = Decision{Workspace: p.Workspace, Server: e.Server, Decision: p.Decision, Hash: p.Hash,
 			By: p.By, At: e.Time, Scope: p.Scope, ToolHashes: slices.Clone(p.ToolHashes),
-			Session: sessionKey(e.Session).String(), Seq: e.Seq}
+			Session: sessionKey(e.Session).String(), Seq: e.Seq, Config: cloneConfig(p.Config)}
 		if r, ok := a.pending[k]; ok && r.Hash == p.Hash {
 			delete(a.pending, k)
+		}
+	case *events.ToolsPinned:
+		k := approvalKey{p.Workspace, e.Server}
+		if d, ok := a.decided[k]; ok && d.Hash == p.Hash && d.Decision == events.DecisionApprove {
+			d.ToolHashes = slices.Clone(p.Tools)
+			a.decided[k] = d
 		}
 	case *events.ApprovalRequested:
 		k := approvalKey{p.Workspace, e.Server}
@@ -181,8 +191,22 @@ func compareApprovalKeys(a, b approvalKey) int {
 	return strings.Compare(a.server, b.server)
 }
 
+// cloneConfig returns a deep copy of c (nil for nil).
+func cloneConfig(c *events.ServerConfig) *events.ServerConfig {
+	if c == nil {
+		return nil
+	}
+	x := *c
+	x.Args, x.Env, x.Headers = slices.Clone(c.Args), slices.Clone(c.Env), slices.Clone(c.Headers)
+	x.IncludeTools, x.ExcludeTools = slices.Clone(c.IncludeTools), slices.Clone(c.ExcludeTools)
+	x.RecentLaunches = slices.Clone(c.RecentLaunches)
+	x.Approval.Changed, x.Approval.ToolHashes = slices.Clone(c.Approval.Changed), slices.Clone(c.Approval.ToolHashes)
+	return &x
+}
+
 func (d Decision) clone() Decision {
 	d.ToolHashes = slices.Clone(d.ToolHashes)
+	d.Config = cloneConfig(d.Config)
 	return d
 }
 

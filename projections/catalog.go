@@ -40,6 +40,7 @@ type Catalog struct {
 	entries     []Entry
 	index       map[string]int // name → position in entries
 	unavailable []UnavailableServer
+	withheld    []WithheldTool
 }
 
 // Entry is one tool in the catalog.
@@ -76,6 +77,14 @@ type UnavailableServer struct {
 	Error  string             `json:"error,omitempty"`
 }
 
+// WithheldTool is a tool a server lists but the catalog withholds: its
+// definition differs from what the server's approval pinned.
+type WithheldTool struct {
+	Server string        `json:"server"`
+	Tool   string        `json:"tool"`
+	Reason events.Reason `json:"reason"`
+}
+
 // CatalogView is a snapshot of a [Catalog].
 type CatalogView struct {
 	// Session is the session's ID, or "" before any event.
@@ -84,6 +93,9 @@ type CatalogView struct {
 	Tools []Entry `json:"tools"`
 	// Unavailable lists stopped and failed servers, sorted by server.
 	Unavailable []UnavailableServer `json:"unavailable"`
+	// Withheld lists listed tools left out of Tools, sorted by server and
+	// tool.
+	Withheld []WithheldTool `json:"withheld,omitempty"`
 }
 
 // NewCatalog returns an empty catalog that takes deferred tools from cache.
@@ -152,7 +164,8 @@ func (c *Catalog) Unavailable() []UnavailableServer {
 
 // View returns a snapshot of the whole catalog.
 func (c *Catalog) View() CatalogView {
-	return CatalogView{Session: c.Session(), Tools: c.Entries(), Unavailable: c.Unavailable()}
+	c.build()
+	return CatalogView{Session: c.Session(), Tools: c.Entries(), Unavailable: c.Unavailable(), Withheld: slices.Clone(c.withheld)}
 }
 
 // build recomputes the view if an event or the cache changed since the
@@ -169,6 +182,7 @@ func (c *Catalog) build() {
 	}
 	var sources []source
 	c.unavailable = c.unavailable[:0]
+	c.withheld = c.withheld[:0]
 	total := 0
 	for _, n := range c.fold.sortedNames() {
 		s := c.fold.servers[n]
@@ -192,6 +206,10 @@ func (c *Catalog) build() {
 	seen := map[string]struct{}{}
 	for _, src := range sources {
 		src.s.filter.eachTool(src.tools, seen, func(t *events.Tool) {
+			if _, withheld := slices.BinarySearch(src.s.withheld, t.Name); withheld && !src.deferred {
+				c.withheld = append(c.withheld, WithheldTool{Server: src.s.name, Tool: t.Name, Reason: events.ReasonToolChanged})
+				return
+			}
 			entries = append(entries, Entry{Server: src.s.name, Tool: t.Name, Title: t.Title, Description: t.Description,
 				InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations,
 				DefHash: t.DefHash, Deferred: src.deferred, Stale: src.stale})
@@ -201,6 +219,12 @@ func (c *Catalog) build() {
 	for i, name := range nameRefs(refs) {
 		entries[i].Name = name
 	}
+	slices.SortFunc(c.withheld, func(a, b WithheldTool) int {
+		if c := strings.Compare(a.Server, b.Server); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Tool, b.Tool)
+	})
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	if c.index == nil {
 		c.index = make(map[string]int, len(entries))

@@ -28,6 +28,7 @@ type server struct {
 	protoVersion   string
 	serverName     string
 	serverVersion  string
+	withheld       []string // tools whose definitions no longer match the approval, sorted
 }
 
 // visibleLive reports whether the server's live tools are in the catalog:
@@ -114,7 +115,22 @@ func (f *serverFold) apply(e events.Event) bool {
 			return false
 		}
 		s := f.get(e.Server, e.Time)
+		if s.attempt != 0 && p.Attempt != s.attempt {
+			return false // a listing from an earlier attempt, arriving late
+		}
 		s.live, s.hasLive, s.liveStale = cloneTools(p.Tools), true, false
+	case *events.ToolsChanged:
+		if e.Server == "" {
+			return false
+		}
+		s := f.get(e.Server, e.Time)
+		s.withheld = nil
+		for _, c := range p.Changed {
+			if c.Listed != "" {
+				s.withheld = append(s.withheld, c.Name)
+			}
+		}
+		slices.Sort(s.withheld)
 	default:
 		return false
 	}
@@ -159,6 +175,7 @@ func (f *serverFold) transition(s *server, p *events.ServerTransitioned, t int64
 		s.pid = 0
 	case events.StateConfiguring:
 		s.err = ""
+		s.withheld = nil
 		s.live, s.hasLive, s.liveStale = nil, false, false
 		s.protoVersion, s.serverName, s.serverVersion = "", "", ""
 		s.pid = 0
