@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Installs the pinned third-party MCP peers that the interop tests drive
+# (runtime/interop_test.go) into a cache folder, and prints that folder on
+# stdout. Everything else goes to stderr, so callers can do:
+#   MCPLEDGER_PEERS_DIR="$(.ci/peers.sh)"
+#
+# The folder is $MCPLEDGER_PEERS_DIR, or ~/.cache/mcpledger-peers. A peer
+# whose pinned version is already installed there is not reinstalled.
+#
+# Without npm the script says so and exits 0 (the interop tests skip), except
+# in CI (CI=true), where a missing npm or a failed install is an error.
+set -euo pipefail
+
+# Exact pins: bump deliberately, and re-check the measured facts the
+# interop tests assert (tool count, echo text, protocol version).
+peers=(
+  "@modelcontextprotocol/server-everything@2026.8.31"
+)
+
+dir="${MCPLEDGER_PEERS_DIR:-$HOME/.cache/mcpledger-peers}"
+in_ci=false
+case "${CI:-}" in true | 1) in_ci=true ;; esac
+
+fail() {
+  if $in_ci; then
+    echo "peers.sh: $* (CI=true: the interop tests must run)" >&2
+    exit 1
+  fi
+  echo "peers.sh: $*: interop tests will skip" >&2
+  echo "$dir"
+  exit 0
+}
+
+command -v npm >/dev/null 2>&1 || fail "npm not found"
+command -v node >/dev/null 2>&1 || fail "node not found"
+
+# installed NAME prints the version of NAME installed under $dir, if any.
+installed() {
+  local pj="$dir/node_modules/$1/package.json"
+  [ -f "$pj" ] || return 0
+  node -e 'try { process.stdout.write(String(require(process.argv[1]).version || "")) } catch (e) {}' "$pj"
+}
+
+mkdir -p "$dir" || fail "cannot create $dir"
+# Two runs sharing the folder install one at a time.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$dir/.peers.lock"
+  flock 9
+fi
+
+missing=()
+for spec in "${peers[@]}"; do
+  name="${spec%@*}" version="${spec##*@}"
+  if [ "$(installed "$name")" != "$version" ]; then
+    missing+=("$spec")
+    # A stale or partial copy: npm may trust its lockfiles over the folder.
+    rm -rf "${dir:?}/node_modules/$name"
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "peers.sh: installing ${missing[*]} into $dir" >&2
+  log="$(mktemp)"
+  trap 'rm -f "$log"' EXIT
+  if ! npm install --prefix "$dir" --save-exact --no-audit --no-fund --no-progress \
+    --loglevel=error "${missing[@]}" >"$log" 2>&1; then
+    cat "$log" >&2
+    fail "npm install ${missing[*]} failed"
+  fi
+  for spec in "${missing[@]}"; do
+    name="${spec%@*}" version="${spec##*@}"
+    got="$(installed "$name")"
+    [ "$got" = "$version" ] || fail "$name: installed version is '${got}', want $version"
+  done
+fi
+
+echo "$dir"
