@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/fsm"
+	"github.com/mcpledger/mcpledger/projections"
 )
 
 // DefaultJournalCap is how much of a call's arguments or result is
@@ -117,6 +118,12 @@ func (m *Manager) CallTool(ctx context.Context, name string, args any) (*mcp.Cal
 // unknownTool explains a name the catalog does not hold: if it names a
 // server that is unavailable, say why and how to recover.
 func (m *Manager) unknownTool(v *View, name string) error {
+	for _, w := range v.Catalog.Withheld {
+		if projections.ToolName(w.Server, w.Tool) == name {
+			return &UnavailableError{Server: w.Server, State: events.StateReady, Reason: w.Reason,
+				Detail: fmt.Sprintf("tool %q changed its definition since the server was approved", w.Tool)}
+		}
+	}
 	if rest, ok := strings.CutPrefix(name, "mcp__"); ok {
 		for _, s := range v.Status {
 			if strings.HasPrefix(rest, sanitizeName(s.Name)+"__") && s.State != events.StateReady {

@@ -22,8 +22,8 @@ import (
 
 // ControlRequest is one request on the control socket.
 type ControlRequest struct {
-	// Op is status, tools, call, reconnect, reconnect-failed, stop, refresh
-	// or reload.
+	// Op is status, tools, call, reconnect, reconnect-failed, stop, refresh,
+	// reload, approve, reject or approvals.
 	Op   string          `json:"op"`
 	Name string          `json:"name,omitempty"`
 	Args json.RawMessage `json:"args,omitempty"`
@@ -155,6 +155,12 @@ func (s *ControlServer) do(ctx context.Context, req ControlRequest) (any, error)
 		return nil, m.Refresh(ctx, req.Name)
 	case "reload":
 		return nil, m.Reload(ctx)
+	case "approve":
+		return nil, m.Approve(ctx, req.Name, req.By)
+	case "reject":
+		return nil, m.Reject(ctx, req.Name, req.By)
+	case "approvals":
+		return m.Approvals(ctx)
 	}
 	return nil, fmt.Errorf("unknown op %q", req.Op)
 }

@@ -67,3 +67,15 @@ func kinds(evs []events.Event, server string) []string {
 	}
 	return out
 }
+
+// inOrder reports whether want occurs in got as a subsequence (other
+// events, such as a call finishing, may come between).
+func inOrder(got []string, want ...string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}

@@ -132,6 +132,13 @@ func (m *Manager) process(batch []*request) {
 			spans[i] = [2]int{-1, -1}
 			continue
 		}
+		if r.check != nil {
+			if err := r.check(); err != nil {
+				results[i].err = err
+				spans[i] = [2]int{-1, -1}
+				continue
+			}
+		}
 		in := r.ev
 		in.Session = m.sid
 		if in.Time == 0 {
@@ -186,7 +193,7 @@ func (m *Manager) process(batch []*request) {
 			m.effects(r, out[sp[0]:sp[1]])
 		}
 	}
-	m.publish(buildView(m.sid, m.lastSeq, m.set, m.conns))
+	m.publish(buildView(m.sid, m.lastSeq, m.set, m.conns, m.state))
 	for i, r := range batch {
 		if r.reply != nil {
 			r.reply <- results[i]

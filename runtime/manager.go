@@ -75,11 +75,12 @@ type history struct {
 // whoever waits for it.
 type request struct {
 	ev      events.Event
-	noEvent bool        // only run prepare on the loop; nothing to decide
-	prepare func()      // runs on the loop before the input is decided
-	durable bool        // reply only once the batch is durable
-	conn    *conn       // the connection an observation comes from
-	reply   chan result // buffered; nil when nobody waits
+	noEvent bool         // only run prepare on the loop; nothing to decide
+	prepare func()       // runs on the loop before the input is decided
+	check   func() error // runs on the loop after prepare; an error refuses the input unjournaled
+	durable bool         // reply only once the batch is durable
+	conn    *conn        // the connection an observation comes from
+	reply   chan result  // buffered; nil when nobody waits
 }
 
 type result struct {
@@ -206,9 +207,14 @@ func (m *Manager) start(ctx context.Context) (StartReport, error) {
 		PID: os.Getpid(), Host: host, Command: m.opts.Command, Options: opts, Previous: m.history.previous}, true); err != nil {
 		return rep, err
 	}
-	res, err := m.observeConfig(ctx, "start")
+	lc := m.opts.Config()
+	res, err := m.observeLoaded(ctx, "start", lc)
 	if err != nil {
 		return rep, err
+	}
+	if m.opts.Watch {
+		last := lc.Observed
+		m.goFunc(func() { m.watchConfig(lc.Files, last) })
 	}
 	if p, ok := res.events[0].Payload.(*events.ConfigObserved); ok {
 		rep.Errors = p.Errors
@@ -318,7 +324,11 @@ func (m *Manager) loadHistory(ctx context.Context) error {
 // observeConfig loads the config and submits it as a config.observed
 // input. The loop completes it before deciding (see completeConfig).
 func (m *Manager) observeConfig(ctx context.Context, trigger string) (result, error) {
-	lc := m.opts.Config()
+	return m.observeLoaded(ctx, trigger, m.opts.Config())
+}
+
+// observeLoaded submits an already loaded config reading.
+func (m *Manager) observeLoaded(ctx context.Context, trigger string, lc LoadedConfig) (result, error) {
 	obs := lc.Observed
 	obs.Trigger = trigger
 	specs := map[string]ServerSpec{}
@@ -355,7 +365,10 @@ func (m *Manager) completeConfig(obs *events.ConfigObserved) {
 			continue
 		}
 		if d, ok := m.set.Approvals.Lookup(obs.Workspace, c.Name); ok {
-			c.Approval = events.ApprovalFact{Decision: d.Decision, Hash: d.Hash, By: d.By, At: d.At}
+			c.Approval = events.ApprovalFact{Decision: d.Decision, Hash: d.Hash, By: d.By, At: d.At, ToolHashes: d.ToolHashes}
+			if d.Hash != c.Hash && d.Config != nil {
+				c.Approval.Changed = events.ChangedFields(d.Config, c)
+			}
 		}
 	}
 }

@@ -65,6 +65,10 @@ type Options struct {
 	// and again after SIGTERM, before the group is killed (default 700 ms;
 	// the whole escalation stays within about 2 s).
 	TerminateGrace time.Duration
+	// Watch reloads the configuration when one of its files changes
+	// (fsnotify, debounced by Debounce, default 300 ms).
+	Watch    bool
+	Debounce time.Duration
 	// Durability of tool-call records (default Audit).
 	Durability Durability
 	// ProtocolVersion pinned on connect (default "2025-11-25"); a server's

@@ -130,9 +130,9 @@ func TestStdioCrashReconnectsAndNeighbourUnaffected(t *testing.T) {
 		t.Errorf("neighbour call: %v", err)
 	}
 	evs := sessionEvents(t, j, m.Session())
-	got := strings.Join(kinds(evs, "crashy"), " ")
-	if !strings.Contains(got, "process.exited server.transitioned:reconnecting timer.scheduled timer.fired server.transitioned:launching") {
-		t.Errorf("crash not journaled as exit → reconnecting → backoff → relaunch:\n%s", got)
+	got := kinds(evs, "crashy")
+	if !inOrder(got, "process.exited", "server.transitioned:reconnecting", "timer.scheduled", "timer.fired", "server.transitioned:launching") {
+		t.Errorf("crash not journaled as exit → reconnecting → backoff → relaunch:\n%s", strings.Join(got, " "))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/projections"
 )
 
@@ -19,6 +20,8 @@ type View struct {
 	Status []projections.ServerStatus
 	// Catalog holds the tools, sorted by name, and the unavailable servers.
 	Catalog projections.CatalogView
+
+	promptable []string
 
 	index map[string]int   // catalog name → index in Catalog.Tools
 	live  map[string]*conn // servers with a ready session
@@ -46,11 +49,17 @@ func settled(s events.ServerState) bool {
 	return s == events.StateReady || s == events.StateFailed || s == events.StateStopped
 }
 
-func buildView(sid uuid.UUID, seq uint64, set *projections.Set, live map[string]*conn) *View {
+func buildView(sid uuid.UUID, seq uint64, set *projections.Set, live map[string]*conn, st fsm.State) *View {
 	v := &View{Session: sid, Seq: seq, Status: set.Status.Servers(), Catalog: set.Catalog.View(),
 		index: map[string]int{}, live: map[string]*conn{}, state: map[string]projections.ServerStatus{}}
 	for i, e := range v.Catalog.Tools {
 		v.index[e.Name] = i
+	}
+	for _, name := range st.Names() {
+		if srv, _ := st.Server(name); srv.InConfig && srv.Promptable != "" && srv.Phase == events.StateStopped &&
+			srv.Reason == events.ReasonPendingApproval {
+			v.promptable = append(v.promptable, name)
+		}
 	}
 	for _, s := range v.Status {
 		v.state[s.Name] = s

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcpledger/mcpledger/events"
 	"io"
 	"os"
 
@@ -53,6 +54,14 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&CallCommand{env: e}).Run(ctx, args)
 	case "demo":
 		err = (&DemoCommand{env: e}).Run(ctx, args)
+	case "approve":
+		err = (&ApproveCommand{env: e, decision: events.DecisionApprove}).Run(ctx, args)
+	case "reject":
+		err = (&ApproveCommand{env: e, decision: events.DecisionReject}).Run(ctx, args)
+	case "approvals":
+		err = (&ApprovalsCommand{env: e}).Run(ctx, args)
+	case "trust":
+		err = (&TrustCommand{env: e}).Run(ctx, args)
 	case "reconnect", "refresh", "reload", "stop":
 		err = (&ControlCommand{env: e, op: cmd}).Run(ctx, args)
 	case demoServerCmd:
@@ -93,6 +102,11 @@ Commands:
         call a tool (through the running mcpledger, or in a one-shot session)
   reconnect NAME | stop NAME | refresh NAME | reload
         act on the running mcpledger (reconnect --failed: every failed server)
+  approve NAME | reject NAME | approvals [--json]
+        decide on a workspace (.mcp.json) server's current config; approvals are
+        bound to its config hash and survive restarts
+  trust DIR
+        let stdio servers of the workspace DIR spawn
   sessions [--json]
         list sessions: start, last event, events, servers seen, how it ended
   log [--session ID|last] [--server N] [--kind K] [--follow] [--json]
@@ -103,8 +117,6 @@ Commands:
         print this help, or a command's flags
 
 Not in this build yet:
-  run --watch
-  approve NAME | reject NAME | approvals [--json]
   replay [SESSION|last] [--until SEQ] [--verify] [--json]
   export SESSION > s.jsonl | import s.jsonl
   timeline SESSION -o timeline.html

@@ -22,7 +22,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	var cf configFlags
 	cf.register(f)
 	once := f.Bool("once", false, "settle every server, print status, stop; exit 1 if any server ended failed")
-	f.Bool("watch", true, "reload when a config file changes")
+	watch := f.Bool("watch", true, "reload when a config file changes (debounced 300 ms; only changed servers restart)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -37,6 +37,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	opts.Watch = *watch
 	m, err := rt.New(storeJournal{j}, opts)
 	if err != nil {
 		return err
