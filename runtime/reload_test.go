@@ -46,6 +46,19 @@ func (w *workspace) write(path string, v any) {
 	}
 }
 
+// writeB is write for benchmarks.
+func (w *workspace) writeB(b *testing.B, path string, v any) {
+	b.Helper()
+	data, _ := json.MarshalIndent(v, "", "  ")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func (w *workspace) project(servers map[string]any) {
 	w.write(filepath.Join(w.dir, ".mcp.json"), map[string]any{"mcpServers": servers})
 }
