@@ -1,0 +1,26 @@
+// Package replay reproduces recorded sessions: it folds a session to any
+// point (status, catalog, approvals as they were after an event), verifies
+// that the decider still decides what it decided then (Temporal-style
+// replay of recorded inputs), explains why a tool was or was not available,
+// and renders timelines.
+//
+// # Usage
+//
+//	snap, err := replay.At(ctx, journal, session, seq)   // the state after event seq
+//	err = replay.Verify(ctx, journal, session)           // *MismatchError on divergence
+//	why, err := replay.Why(ctx, journal, session, "mcp__gh__search", seq)
+//
+// # Determinism
+//
+// Replay never calls out: every nondeterministic value (time, jitter seed,
+// process exits, tool lists) is read from the recorded events. Verify runs
+// fsm.Decide on each recorded input, in order, against the state folded
+// from the recorded events before it, and compares its decisions with the
+// recorded decisions that name that input as their cause. The first
+// difference is reported as a [*MismatchError] wrapping [ErrNondeterminism]:
+// a missing decision, an extra one, or a different one, with both sides.
+//
+// Re-enacting a session through the real runtime code (the Manager with
+// its effects against recorded answers) lives in package runtime
+// (runtime.Reenact), because replay may not import runtime.
+package replay

@@ -1,0 +1,90 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
+)
+
+// Verify re-runs fsm.Decide on every recorded input of session, in order,
+// and compares the decisions with the recorded ones (those following the
+// input with Cause = its seq). It returns nil when they agree, and the
+// first divergence as a *MismatchError wrapping ErrNondeterminism.
+func Verify(ctx context.Context, r Reader, session uuid.UUID) error {
+	evs, err := Session(ctx, r, session)
+	if err != nil {
+		return err
+	}
+	return VerifyEvents(evs)
+}
+
+// VerifyEvents is Verify over a session's events already in memory (an
+// exported JSONL file, say), in seq order.
+func VerifyEvents(evs []events.Event) error {
+	var st fsm.State
+	i := 0
+	for i < len(evs) {
+		in := evs[i]
+		if !in.Kind.IsInput() {
+			return &MismatchError{Kind: Extra, Input: in, Seq: in.Seq, Recorded: &evs[i],
+				Err: fmt.Errorf("decision seq %d has no input before it", in.Seq)}
+		}
+		decided, derr := fsm.Decide(st, in)
+		j := i + 1
+		for j < len(evs) && !evs[j].Kind.IsInput() && evs[j].Cause == in.Seq {
+			j++
+		}
+		recorded := evs[i+1 : j]
+		if derr != nil {
+			return &MismatchError{Kind: Refused, Input: in, Seq: in.Seq, Err: derr}
+		}
+		if err := compare(in, recorded, decided); err != nil {
+			return err
+		}
+		st = fsm.Evolve(st, in)
+		for _, d := range recorded {
+			st = fsm.Evolve(st, d)
+		}
+		i = j
+	}
+	return nil
+}
+
+// compare matches recorded and decided decisions pairwise by kind, server,
+// time and payload (not by ID or position, which the journal assigns).
+func compare(in events.Event, recorded, decided []events.Event) error {
+	n := max(len(recorded), len(decided))
+	for k := 0; k < n; k++ {
+		switch {
+		case k >= len(decided):
+			return &MismatchError{Kind: Missing, Input: in, Seq: recorded[k].Seq, Recorded: &recorded[k]}
+		case k >= len(recorded):
+			seq := in.Seq + uint64(k) + 1
+			d := decided[k]
+			d.Seq = seq
+			return &MismatchError{Kind: Extra, Input: in, Seq: seq, Decided: &d}
+		}
+		rec, dec := recorded[k], decided[k]
+		if rec.Kind != dec.Kind || rec.Server != dec.Server || rec.Time != dec.Time || !reflect.DeepEqual(rec.Payload, dec.Payload) {
+			dec.Seq, dec.ID, dec.GPos = rec.Seq, rec.ID, rec.GPos
+			return &MismatchError{Kind: Different, Input: in, Seq: rec.Seq, Recorded: &rec, Decided: &dec}
+		}
+	}
+	return nil
+}
+
+// describe renders an event as "kind server payload-json".
+func describe(e *events.Event) string {
+	p, _ := json.Marshal(e.Payload)
+	s := string(e.Kind)
+	if e.Server != "" {
+		s += " " + e.Server
+	}
+	return s + " " + string(p)
+}

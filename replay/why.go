@@ -1,0 +1,173 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
+)
+
+// Reason is one link in the chain that explains a tool's availability:
+// what was true and the event that made it so.
+type Reason struct {
+	// Seq is the event that established it (0 if none applies).
+	Seq  uint64 `json:"seq"`
+	Text string `json:"text"`
+}
+
+// Explanation answers "was this tool available to the agent then, and if
+// not, why?".
+type Explanation struct {
+	Tool      string `json:"tool"`
+	Server    string `json:"server,omitempty"`
+	Seq       uint64 `json:"seq"`
+	Available bool   `json:"available"`
+	// Deferred and Stale qualify an available tool.
+	Deferred bool     `json:"deferred,omitempty"`
+	Stale    bool     `json:"stale,omitempty"`
+	Reasons  []Reason `json:"reasons"`
+}
+
+// Why explains whether tool (a catalog name, mcp__server__tool) was in the
+// session's catalog right after event seq (0: the last event), and if not,
+// the chain of reasons with the seqs that caused each: the server's state,
+// its admission verdict, its approval, a tool filter, a changed definition.
+func Why(ctx context.Context, r Reader, session uuid.UUID, tool string, seq uint64) (*Explanation, error) {
+	snap, err := At(ctx, r, session, seq)
+	if err != nil {
+		return nil, err
+	}
+	return explain(snap, tool), nil
+}
+
+func explain(snap *Snapshot, tool string) *Explanation {
+	ex := &Explanation{Tool: tool, Seq: snap.Seq}
+	for _, e := range snap.Catalog.Tools {
+		if e.Name == tool {
+			ex.Available, ex.Server, ex.Deferred, ex.Stale = true, e.Server, e.Deferred, e.Stale
+			last := lastEvent(snap.Events, e.Server, events.KindToolsListed)
+			txt := fmt.Sprintf("%s was listed by %s", e.Tool, e.Server)
+			switch {
+			case e.Deferred:
+				txt = fmt.Sprintf("%s is offered from the tool cache while %s connects (a call waits for it)", e.Tool, e.Server)
+			case e.Stale:
+				txt += " (stale: the server is reconnecting)"
+			}
+			ex.Reasons = append(ex.Reasons, Reason{Seq: last, Text: txt})
+			return ex
+		}
+	}
+	server, own := serverOf(snap, tool)
+	ex.Server = server
+	if server == "" {
+		ex.Reasons = append(ex.Reasons, Reason{Text: fmt.Sprintf("no configured server's name matches %q at seq %d", tool, snap.Seq)})
+		return ex
+	}
+	st, _ := snap.State.Server(server)
+	tr := lastTransition(snap.Events, server)
+	ex.Reasons = append(ex.Reasons, Reason{Seq: tr, Text: fmt.Sprintf("server %s was %s%s", server, st.Phase, paren(string(st.Reason)))})
+	if seq, a := lastAdmission(snap.Events, server); seq != 0 && !a.Admitted {
+		ex.Reasons = append(ex.Reasons, Reason{Seq: seq, Text: fmt.Sprintf("admission refused it: %s (%s)", a.Reason, a.Detail)})
+	}
+	if st.Config.Gated {
+		ex.Reasons = append(ex.Reasons, approvalReason(snap, server, st.Config))
+	}
+	if own != "" && st.Phase == events.StateReady {
+		if slices.Contains(st.Withheld, own) {
+			ex.Reasons = append(ex.Reasons, Reason{Seq: lastEvent(snap.Events, server, events.KindToolsChanged),
+				Text: fmt.Sprintf("tool %s changed its definition since the approval: withheld (tool_changed)", own)})
+		} else if !listed(snap.Events, server, own) {
+			ex.Reasons = append(ex.Reasons, Reason{Seq: lastEvent(snap.Events, server, events.KindToolsListed),
+				Text: fmt.Sprintf("%s's last listing has no tool %s", server, own)})
+		} else {
+			ex.Reasons = append(ex.Reasons, Reason{Seq: lastEvent(snap.Events, "", events.KindConfigObserved),
+				Text: fmt.Sprintf("a tool filter of %s excludes %s (include %v, exclude %v)", server, own, st.Config.IncludeTools, st.Config.ExcludeTools)})
+		}
+	}
+	return ex
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// serverOf finds the configured server a catalog name belongs to, and the
+// server's own tool name.
+func serverOf(snap *Snapshot, tool string) (string, string) {
+	rest, ok := strings.CutPrefix(tool, projections.ToolNamePrefix)
+	if !ok {
+		return "", ""
+	}
+	best := ""
+	for _, name := range snap.State.Names() {
+		p := projections.ToolName(name, "x")
+		p = strings.TrimSuffix(strings.TrimPrefix(p, projections.ToolNamePrefix), "x")
+		if strings.HasPrefix(rest, p) && len(name) > len(best) {
+			best = name
+		}
+	}
+	if best == "" {
+		return "", ""
+	}
+	p := strings.TrimSuffix(strings.TrimPrefix(projections.ToolName(best, "x"), projections.ToolNamePrefix), "x")
+	return best, strings.TrimPrefix(rest, p)
+}
+
+func approvalReason(snap *Snapshot, server string, c events.ServerConfig) Reason {
+	seq := uint64(0)
+	for _, e := range snap.Events {
+		if e.Server == server && (e.Kind == events.KindApprovalDecided || e.Kind == events.KindApprovalRequested) {
+			seq = e.Seq
+		}
+	}
+	a := c.Approval
+	switch {
+	case a.Hash == c.Hash && a.Decision == events.DecisionApprove:
+		return Reason{Seq: seq, Text: fmt.Sprintf("approved by %s for config %s", a.By, events.ShortHash(c.Hash))}
+	case a.Hash == c.Hash && a.Decision == events.DecisionReject:
+		return Reason{Seq: seq, Text: fmt.Sprintf("rejected by %s for config %s", a.By, events.ShortHash(c.Hash))}
+	case a.Decision != "":
+		return Reason{Seq: seq, Text: fmt.Sprintf("pending approval: the last decision (%s by %s) was for config %s, now %s; changed: %s",
+			a.Decision, a.By, events.ShortHash(a.Hash), events.ShortHash(c.Hash), strings.Join(a.Changed, ", "))}
+	}
+	return Reason{Seq: seq, Text: fmt.Sprintf("pending approval: config %s was never approved (mcpledger approve %s)", events.ShortHash(c.Hash), server)}
+}
+
+func lastTransition(evs []events.Event, server string) uint64 {
+	return lastEvent(evs, server, events.KindServerTransitioned)
+}
+
+func lastEvent(evs []events.Event, server string, k events.Kind) uint64 {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == k && (server == "" || evs[i].Server == server) {
+			return evs[i].Seq
+		}
+	}
+	return 0
+}
+
+func lastAdmission(evs []events.Event, server string) (uint64, *events.AdmissionDecided) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if a, ok := evs[i].Payload.(*events.AdmissionDecided); ok && evs[i].Server == server {
+			return evs[i].Seq, a
+		}
+	}
+	return 0, nil
+}
+
+func listed(evs []events.Event, server, tool string) bool {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if p, ok := evs[i].Payload.(*events.ToolsListed); ok && evs[i].Server == server {
+			return slices.ContainsFunc(p.Tools, func(t events.Tool) bool { return t.Name == tool })
+		}
+	}
+	return false
+}
