@@ -27,6 +27,7 @@ const (
 	KindTimerFired         Kind = "timer.fired"
 	KindCallStarted        Kind = "call.started"
 	KindCallFinished       Kind = "call.finished"
+	KindCallDecided        Kind = "call.decided"
 )
 
 // Decisions: what fsm.Decide concluded from an input.
@@ -48,7 +49,7 @@ func Kinds() []Kind {
 		KindReconnectRequested, KindProcessSpawned, KindTransportOpened, KindConnectFailed,
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
-		KindCallStarted, KindCallFinished,
+		KindCallStarted, KindCallFinished, KindCallDecided,
 		KindSessionStopped, KindReloadDecided, KindAdmissionDecided, KindServerTransitioned,
 		KindTimerScheduled, KindApprovalRequested, KindToolsPinned, KindToolsChanged,
 	}
@@ -63,7 +64,7 @@ func (k Kind) IsInput() bool {
 		KindReconnectRequested, KindProcessSpawned, KindTransportOpened, KindConnectFailed,
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
-		KindCallStarted, KindCallFinished:
+		KindCallStarted, KindCallFinished, KindCallDecided:
 		return true
 	}
 	return false
@@ -128,6 +129,8 @@ func newPayload(k Kind) (Payload, error) {
 		return &CallStarted{}, nil
 	case KindCallFinished:
 		return &CallFinished{}, nil
+	case KindCallDecided:
+		return &CallDecided{}, nil
 	case KindSessionStopped:
 		return &SessionStopped{}, nil
 	case KindReloadDecided:
