@@ -60,6 +60,12 @@ func (e *MismatchError) Error() string {
 		return describe(ev)
 	}
 	switch e.Kind {
+	case Missing:
+		if e.Input.Seq == e.Seq && e.Recorded != nil {
+			return fmt.Sprintf("replay: nondeterministic decision at seq %d: recorded %s, but no recorded input causes it", e.Seq, side(e.Recorded))
+		}
+		return fmt.Sprintf("replay: nondeterministic decision at seq %d (caused by input seq %d %s %s): missing decision: recorded %s, decided nothing",
+			e.Seq, e.Input.Seq, e.Input.Kind, e.Input.Server, side(e.Recorded))
 	case Refused:
 		return fmt.Sprintf("replay: nondeterministic decision: input seq %d (%s %s) is now refused: %v",
 			e.Input.Seq, e.Input.Kind, e.Input.Server, e.Err)

@@ -32,8 +32,10 @@ func VerifyEvents(evs []events.Event) error {
 	for i < len(evs) {
 		in := evs[i]
 		if !in.Kind.IsInput() {
-			return &MismatchError{Kind: Extra, Input: in, Seq: in.Seq, Recorded: &evs[i],
-				Err: fmt.Errorf("decision seq %d has no input before it", in.Seq)}
+			// A decision no recorded input caused: the decider would never
+			// make it.
+			return &MismatchError{Kind: Missing, Input: in, Seq: in.Seq, Recorded: &evs[i],
+				Err: fmt.Errorf("decision seq %d follows no input that caused it", in.Seq)}
 		}
 		decided, derr := fsm.Decide(st, in)
 		j := i + 1

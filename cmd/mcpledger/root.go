@@ -60,6 +60,14 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&ApproveCommand{env: e, decision: events.DecisionReject}).Run(ctx, args)
 	case "approvals":
 		err = (&ApprovalsCommand{env: e}).Run(ctx, args)
+	case "replay":
+		err = (&ReplayCommand{env: e}).Run(ctx, args)
+	case "export":
+		err = (&ExportCommand{env: e}).Run(ctx, args)
+	case "import":
+		err = (&ImportCommand{env: e}).Run(ctx, args)
+	case "why":
+		err = (&WhyCommand{env: e}).Run(ctx, args)
 	case "trust":
 		err = (&TrustCommand{env: e}).Run(ctx, args)
 	case "reconnect", "refresh", "reload", "stop":
@@ -107,6 +115,13 @@ Commands:
         bound to its config hash and survive restarts
   trust DIR
         let stdio servers of the workspace DIR spawn
+  replay [SESSION|last] [--until SEQ|TIME] [--verify] [--json]
+        the session's status, catalog and approvals as they were after an event;
+        --verify re-runs the decider on the recorded inputs and compares
+  export SESSION > s.jsonl | import s.jsonl
+        move a session between journals (import verifies it first)
+  why TOOL [--session S] [--at SEQ|TIME]
+        was the tool in the catalog then, and if not, the chain of reasons
   sessions [--json]
         list sessions: start, last event, events, servers seen, how it ended
   log [--session ID|last] [--server N] [--kind K] [--follow] [--json]
@@ -117,10 +132,7 @@ Commands:
         print this help, or a command's flags
 
 Not in this build yet:
-  replay [SESSION|last] [--until SEQ] [--verify] [--json]
-  export SESSION > s.jsonl | import s.jsonl
   timeline SESSION -o timeline.html
-  why TOOL [--at SEQ|TIME]
   serve --stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F]
 
 SESSION is a session ID, a unique prefix of one, or "last" (the most recent).

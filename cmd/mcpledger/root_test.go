@@ -63,7 +63,7 @@ func TestJournalPath(t *testing.T) {
 			nil, "no journal at " + filepath.Join(home, ".local/state/mcpledger/journal.db") + " (from the default)"},
 		{"missing flag path", nil, []string{"--journal", "/nonexistent/j.db"}, "no journal at /nonexistent/j.db (from --journal)"},
 	} {
-		for _, cmd := range []string{"sessions", "log", "verify"} {
+		for _, cmd := range []string{"sessions", "log"} {
 			r := runEnv(t, c.vars, append([]string{cmd}, c.args...)...)
 			switch {
 			case c.want == "" && r.err != nil:

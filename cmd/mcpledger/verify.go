@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/mcpledger/mcpledger/replay"
 )
 
 // VerifyCommand checks the journal's integrity.
@@ -27,7 +29,18 @@ func (c *VerifyCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("journal %s is damaged (%d sessions and %d events checked before): %w",
 			j.Path(), rep.Sessions, rep.Events, err)
 	}
-	_, err = fmt.Fprintf(c.env.stdout, "OK %s: %d sessions, %d events, %d log entries\n",
+	// Then replay every session: the decider must still decide what was
+	// recorded.
+	sessions, err := j.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		if err := replay.Verify(ctx, j, s.Session); err != nil {
+			return fmt.Errorf("journal %s: session %s does not replay: %w", j.Path(), s.Session, err)
+		}
+	}
+	_, err = fmt.Fprintf(c.env.stdout, "OK %s: %d sessions, %d events, %d log entries; every session replays\n",
 		j.Path(), rep.Sessions, rep.Events, rep.LogEntries)
 	return err
 }

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/replay"
+	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/store"
+)
+
+// ReplayCommand folds a recorded session to any point and prints its
+// status, catalog and approvals then; --verify re-runs the decider on the
+// session's inputs and fails on the first divergence.
+type ReplayCommand struct{ env *env }
+
+// Run parses args and replays.
+func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
+	f := c.env.newCommandFlags("replay", "[SESSION|last] [--until SEQ|TIME] [--verify] [--json]")
+	until := f.String("until", "", "stop after this event: a seq, or a time (RFC 3339)")
+	verify := f.Bool("verify", false, "re-run the decider on every recorded input and compare its decisions")
+	asJSON := f.Bool("json", false, "print the snapshot as JSON")
+	arg, rest := sessionArg(args)
+	if err := f.parse(rest); err != nil {
+		return err
+	}
+	j, err := f.openReadOnly()
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	info, err := findSession(ctx, j, arg)
+	if err != nil {
+		return err
+	}
+	if *verify {
+		if err := replay.Verify(ctx, j, info.Session); err != nil {
+			return fmt.Errorf("session %s: %w", info.Session, err)
+		}
+		fmt.Fprintf(c.env.stdout, "session %s verifies: the decider decides exactly what was recorded (%d events)\n", info.Session, info.LastSeq)
+		if *until == "" && !*asJSON {
+			return nil
+		}
+	}
+	evs, err := replay.Session(ctx, j, info.Session)
+	if err != nil {
+		return err
+	}
+	seq, err := untilSeq(evs, *until)
+	if err != nil {
+		return err
+	}
+	snap, err := replay.At(ctx, j, info.Session, seq)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(c.env.stdout).Encode(snap)
+	}
+	w := c.env.stdout
+	fmt.Fprintf(w, "session %s after seq %d (%s)\n\n", snap.Session, snap.Seq, time.Unix(0, snap.Time).UTC().Format(time.RFC3339Nano))
+	printStatus(w, snap.Status.Servers, time.Unix(0, snap.Time))
+	fmt.Fprintf(w, "\ntools (%d):\n", len(snap.Catalog.Tools))
+	for _, t := range snap.Catalog.Tools {
+		mark := ""
+		switch {
+		case t.Deferred:
+			mark = "  (deferred)"
+		case t.Stale:
+			mark = "  (stale)"
+		}
+		fmt.Fprintf(w, "  %s%s\n", t.Name, mark)
+	}
+	for _, u := range snap.Catalog.Unavailable {
+		fmt.Fprintf(w, "  unavailable: %s %s %s\n", u.Server, u.State, dash(string(u.Reason)))
+	}
+	for _, wt := range snap.Catalog.Withheld {
+		fmt.Fprintf(w, "  withheld: %s/%s (%s)\n", wt.Server, wt.Tool, wt.Reason)
+	}
+	if len(snap.Approvals) > 0 {
+		fmt.Fprintln(w, "\napprovals:")
+		for _, a := range snap.Approvals {
+			if a.Decision != nil {
+				fmt.Fprintf(w, "  %s %s: %s by %s for %s\n", a.Workspace, a.Server, a.Decision.Decision, a.Decision.By, events.ShortHash(a.Decision.Hash))
+			}
+			if a.Pending != nil {
+				fmt.Fprintf(w, "  %s %s: pending for %s\n", a.Workspace, a.Server, events.ShortHash(a.Pending.Hash))
+			}
+		}
+	}
+	return nil
+}
+
+// sessionArg splits an optional leading SESSION argument from the flags.
+func sessionArg(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "last", args
+}
+
+// untilSeq turns --until (a seq or an RFC 3339 time) into a seq; "" is the
+// last event.
+func untilSeq(evs []events.Event, until string) (uint64, error) {
+	if until == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseUint(until, 10, 64); err == nil {
+		return n, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, until)
+	if err != nil {
+		return 0, usageErrorf("--until %q is neither a seq nor an RFC 3339 time (2026-11-22T14:02:00Z)", until)
+	}
+	return replay.SeqAt(evs, t.UnixNano())
+}
+
+// ExportCommand writes a session as JSONL, to attach to a bug report.
+type ExportCommand struct{ env *env }
+
+// Run parses args and exports.
+func (c *ExportCommand) Run(ctx context.Context, args []string) error {
+	f := c.env.newCommandFlags("export", "SESSION|last > session.jsonl")
+	arg, rest := sessionArg(args)
+	if err := f.parse(rest); err != nil {
+		return err
+	}
+	j, err := f.openReadOnly()
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	info, err := findSession(ctx, j, arg)
+	if err != nil {
+		return err
+	}
+	evs, err := replay.Session(ctx, j, info.Session)
+	if err != nil {
+		return err
+	}
+	return replay.WriteJSONL(c.env.stdout, evs)
+}
+
+// ImportCommand reads an exported session into this journal after
+// verifying it replays.
+type ImportCommand struct{ env *env }
+
+// Run parses args and imports.
+func (c *ImportCommand) Run(ctx context.Context, args []string) error {
+	f := c.env.newCommandFlags("import", "FILE.jsonl")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		_ = f.Parse(args)
+		f.Usage()
+		return usageErrorf("import: name the exported file")
+	}
+	path := args[0]
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	evs, err := replay.ReadJSONL(fh)
+	fh.Close()
+	if err != nil {
+		return fmt.Errorf("import %s: %w", path, err)
+	}
+	if len(evs) == 0 {
+		return fmt.Errorf("import %s: no events", path)
+	}
+	sid := evs[0].Session
+	for i, e := range evs {
+		if e.Session != sid || e.Seq != uint64(i+1) {
+			return fmt.Errorf("import %s: line %d: one session, seqs from 1 without gaps expected (got session %s seq %d)", path, i+1, e.Session, e.Seq)
+		}
+	}
+	if err := replay.VerifyEvents(evs); err != nil {
+		return fmt.Errorf("import %s: the session does not replay: %w", path, err)
+	}
+	j, _, err := f.openWritable()
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	res, err := j.Append(ctx, sid, store.NoStream, evs)
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("import %s: the journal already has a different session %s", path, sid)
+	}
+	if err != nil {
+		return err
+	}
+	if res.Duplicate {
+		fmt.Fprintf(c.env.stdout, "session %s was already imported\n", sid)
+		return nil
+	}
+	if err := replay.Verify(ctx, j, sid); err != nil {
+		return fmt.Errorf("import %s: imported, but it does not verify from the journal: %w", path, err)
+	}
+	fmt.Fprintf(c.env.stdout, "imported session %s (%d events, verified)\n", sid, len(evs))
+	return nil
+}
+
+// WhyCommand explains whether a tool was available at some moment.
+type WhyCommand struct{ env *env }
+
+// Run parses args and explains.
+func (c *WhyCommand) Run(ctx context.Context, args []string) error {
+	f := c.env.newCommandFlags("why", "TOOL [--session SESSION|last] [--at SEQ|TIME] [--json]")
+	session := f.String("session", "last", "the session (ID, prefix or last)")
+	at := f.String("at", "", "the moment: a seq, or a time (RFC 3339); default the session's end")
+	asJSON := f.Bool("json", false, "print the explanation as JSON")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		_ = f.Parse(args)
+		f.Usage()
+		return usageErrorf("why: name the tool (mcp__server__tool)")
+	}
+	tool := args[0]
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	var j interface {
+		replay.Reader
+		Close() error
+	}
+	sj, err := f.openReadOnly()
+	if err != nil {
+		return err
+	}
+	j = sj
+	defer j.Close()
+	info, err := findSession(ctx, sj, *session)
+	if err != nil {
+		return err
+	}
+	evs, err := replay.Session(ctx, j, info.Session)
+	if err != nil {
+		return err
+	}
+	seq, err := untilSeq(evs, *at)
+	if err != nil {
+		return err
+	}
+	ex, err := replay.Why(ctx, j, info.Session, tool, seq)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(c.env.stdout).Encode(ex)
+	}
+	verdict := "was NOT in the catalog"
+	if ex.Available {
+		verdict = "was in the catalog"
+	}
+	fmt.Fprintf(c.env.stdout, "%s %s after seq %d of session %s\n", tool, verdict, ex.Seq, info.Session)
+	for _, r := range ex.Reasons {
+		if r.Seq > 0 {
+			fmt.Fprintf(c.env.stdout, "  - %s   [seq %d]\n", r.Text, r.Seq)
+		} else {
+			fmt.Fprintf(c.env.stdout, "  - %s\n", r.Text)
+		}
+	}
+	if !ex.Available && ex.Server != "" {
+		if st, ok := lastState(evs, ex.Seq, ex.Server); ok {
+			if r := rt.Recovery(ex.Server, st.Reason, st.To); r != "" {
+				fmt.Fprintf(c.env.stdout, "  recovery: %s\n", r)
+			}
+		}
+	}
+	return nil
+}
+
+func lastState(evs []events.Event, seq uint64, server string) (*events.ServerTransitioned, bool) {
+	var last *events.ServerTransitioned
+	for _, e := range evs {
+		if e.Seq > seq {
+			break
+		}
+		if p, ok := e.Payload.(*events.ServerTransitioned); ok && e.Server == server {
+			last = p
+		}
+	}
+	return last, last != nil
+}
