@@ -90,3 +90,38 @@ func describe(e *events.Event) string {
 	}
 	return s + " " + string(p)
 }
+
+// Compare checks that got (a session re-enacted by runtime.Reenact, or
+// re-imported) holds the same decisions as recorded, input by input. IDs,
+// sessions and global positions may differ; kinds, servers, times and
+// payloads may not.
+func Compare(recorded, got []events.Event) error {
+	gi := 0
+	for ri := 0; ri < len(recorded); {
+		in := recorded[ri]
+		rj := ri + 1
+		for rj < len(recorded) && !recorded[rj].Kind.IsInput() {
+			rj++
+		}
+		if gi >= len(got) || got[gi].Kind != in.Kind || got[gi].Server != in.Server {
+			var g *events.Event
+			if gi < len(got) {
+				g = &got[gi]
+			}
+			return &MismatchError{Kind: Missing, Input: in, Seq: in.Seq, Recorded: &recorded[ri], Decided: g,
+				Err: fmt.Errorf("input seq %d was not re-enacted", in.Seq)}
+		}
+		gj := gi + 1
+		for gj < len(got) && !got[gj].Kind.IsInput() {
+			gj++
+		}
+		if err := compare(in, recorded[ri+1:rj], got[gi+1:gj]); err != nil {
+			return err
+		}
+		ri, gi = rj, gj
+	}
+	if gi < len(got) {
+		return &MismatchError{Kind: Extra, Input: got[gi], Seq: got[gi].Seq, Decided: &got[gi]}
+	}
+	return nil
+}

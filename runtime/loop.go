@@ -220,6 +220,10 @@ func (m *Manager) effects(r *request, evs []events.Event) {
 				m.dropConn(e.Server, true)
 			}
 		case *events.TimerScheduled:
+			if m.world != nil {
+				m.world.timer(p.TimerID)
+				continue
+			}
 			heap.Push(&m.timers, &timerEntry{at: time.Unix(0, p.FireAt), server: e.Server,
 				id: p.TimerID, purpose: p.Purpose, attempt: p.Attempt})
 		}
@@ -228,6 +232,10 @@ func (m *Manager) effects(r *request, evs []events.Event) {
 
 // launch starts connection attempt attempt of server.
 func (m *Manager) launch(server string, attempt int) {
+	if m.world != nil {
+		m.world.launch(server, attempt)
+		return
+	}
 	m.dropConn(server, false)
 	spec, ok := m.specs[server]
 	if !ok {

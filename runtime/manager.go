@@ -63,6 +63,7 @@ type Manager struct {
 	broken    error
 	lastLater func(context.Context) error
 	history   history
+	world     *fakeWorld // set only by Reenact: effects are recorded, not run
 }
 
 // history is what earlier sessions in the journal tell a new one.
