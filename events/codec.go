@@ -3,10 +3,8 @@ package events
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 
 	"github.com/google/uuid"
 	"github.com/vmihailenco/msgpack/v5"
@@ -53,39 +51,37 @@ func (c *Encoder) Append(dst []byte, e *Event) ([]byte, error) {
 	if e.Payload.Kind() != e.Kind {
 		return dst, fmt.Errorf("encode: kind %q with payload of kind %q: %w", e.Kind, e.Payload.Kind(), ErrUnknownKind)
 	}
-	v := e.Kind.Version()
+	v := version(e.Kind)
 	if v == 0 {
 		return dst, fmt.Errorf("encode: %w: %q", ErrUnknownKind, string(e.Kind))
 	}
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0) // CRC placeholder
+	dst = appendHeader(dst, e, v)
 	c.buf.Reset()
-	c.buf.Write([]byte{0, 0, 0, 0}) // CRC placeholder
-	h := header{ID: e.ID[:], Session: e.Session[:], Seq: e.Seq, GPos: e.GPos, Time: e.Time,
-		Kind: string(e.Kind), V: v, Server: e.Server, Cause: e.Cause}
-	if err := c.enc.Encode(&h); err != nil {
-		return dst, fmt.Errorf("encode header: %w", err)
-	}
 	if err := c.enc.Encode(e.Payload); err != nil {
-		return dst, fmt.Errorf("encode %s payload: %w", e.Kind, err)
+		return dst[:start], fmt.Errorf("encode %s payload: %w", e.Kind, err)
 	}
-	b := c.buf.Bytes()
-	binary.BigEndian.PutUint32(b[:4], crc32.Checksum(b[4:], castagnoli))
-	return append(dst, b...), nil
+	dst = append(dst, c.buf.Bytes()...)
+	binary.BigEndian.PutUint32(dst[start:], crc32.Checksum(dst[start+4:], castagnoli))
+	return dst, nil
 }
 
 // Encode returns e encoded as a fresh record.
 func Encode(e *Event) ([]byte, error) { return NewEncoder().Append(nil, e) }
 
-// Decoder decodes records. It reuses its msgpack decoder, so it is not safe
-// for concurrent use; use [NewDecoder].
+// Decoder decodes records. It reuses its msgpack decoder and interns the
+// strings that recur across records (server names, states, error classes),
+// so it is not safe for concurrent use; use [NewDecoder].
 type Decoder struct {
-	r   bytes.Reader
+	r   recReader
 	dec *msgpack.Decoder
 }
 
 // NewDecoder returns a Decoder.
 func NewDecoder() *Decoder {
 	d := &Decoder{}
-	d.dec = msgpack.NewDecoder(&d.r)
+	d.dec = msgpack.NewDecoder(&d.r) // recReader is a ByteScanner: no buffering
 	return d
 }
 
@@ -101,12 +97,38 @@ func CheckCRC(rec []byte) bool {
 // versions. The returned event does not alias rec. Errors wrap
 // [ErrCorrupt], [ErrUnknownKind] or [ErrNoUpcaster].
 func (d *Decoder) Decode(rec []byte) (Event, error) {
+	e, err := d.DecodeHeader(rec)
+	if err != nil {
+		return e, err
+	}
+	p, err := decodePayload(d.dec, e.Kind, e.V)
+	if err != nil {
+		return e, fmt.Errorf("seq %d %s v%d: %w", e.Seq, e.Kind, e.V, err)
+	}
+	e.Payload = p
+	e.V = version(e.Kind)
+	if d.r.i != len(d.r.b) {
+		return e, fmt.Errorf("%w: trailing bytes after %s payload", ErrCorrupt, e.Kind)
+	}
+	return e, nil
+}
+
+// DecodeHeader decodes a record's envelope without its payload, checking
+// the CRC: every field but Payload is set, and V is the version the
+// record was stored at. Errors wrap [ErrCorrupt].
+func (d *Decoder) DecodeHeader(rec []byte) (Event, error) {
 	var e Event
 	if !CheckCRC(rec) {
 		return e, fmt.Errorf("%w: CRC mismatch (%d bytes)", ErrCorrupt, len(rec))
 	}
-	d.r.Reset(rec[4:])
-	d.dec.ResetReader(&d.r)
+	body := rec[4:]
+	if n, ok := parseHeader(body, &e, &d.r.strs); ok {
+		d.r.reset(body[n:])
+		return e, nil
+	}
+	// A header in a form parseHeader does not take: decode it reflectively.
+	e = Event{}
+	d.r.reset(body)
 	var h header
 	if err := d.dec.Decode(&h); err != nil {
 		return e, fmt.Errorf("%w: header: %v", ErrCorrupt, err)
@@ -116,15 +138,7 @@ func (d *Decoder) Decode(rec []byte) (Event, error) {
 	}
 	e.ID, e.Session = uuid.UUID(h.ID), uuid.UUID(h.Session)
 	e.Seq, e.GPos, e.Time, e.Kind, e.V, e.Server, e.Cause = h.Seq, h.GPos, h.Time, Kind(h.Kind), h.V, h.Server, h.Cause
-	p, err := decodePayload(d.dec, e.Kind, e.V)
-	if err != nil {
-		return e, fmt.Errorf("seq %d %s v%d: %w", e.Seq, e.Kind, e.V, err)
-	}
-	e.Payload = p
-	e.V = e.Kind.Version()
-	if _, err := d.r.ReadByte(); !errors.Is(err, io.EOF) {
-		return e, fmt.Errorf("%w: trailing bytes after %s payload", ErrCorrupt, e.Kind)
-	}
+	d.r.reset(body[d.r.i:])
 	return e, nil
 }
 
@@ -134,7 +148,7 @@ func Decode(rec []byte) (Event, error) { return NewDecoder().Decode(rec) }
 // decodePayload decodes the payload of (k, v) and upcasts it to the current
 // version of k.
 func decodePayload(dec *msgpack.Decoder, k Kind, v uint16) (Payload, error) {
-	cur := k.Version()
+	cur := version(k)
 	switch {
 	case cur == 0:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, string(k))
@@ -160,14 +174,11 @@ func decodePayload(dec *msgpack.Decoder, k Kind, v uint16) (Payload, error) {
 // PeekKind returns the kind, version and server of a record without
 // decoding its payload. It checks the CRC.
 func PeekKind(rec []byte) (Kind, uint16, string, error) {
-	if !CheckCRC(rec) {
-		return "", 0, "", fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+	e, err := NewDecoder().DecodeHeader(rec)
+	if err != nil {
+		return "", 0, "", err
 	}
-	var h header
-	if err := msgpack.NewDecoder(bytes.NewReader(rec[4:])).Decode(&h); err != nil {
-		return "", 0, "", fmt.Errorf("%w: header: %v", ErrCorrupt, err)
-	}
-	return Kind(h.Kind), h.V, h.Server, nil
+	return e.Kind, e.V, e.Server, nil
 }
 
 func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
