@@ -1,0 +1,354 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/base64"
+	"slices"
+)
+
+// Injection signal names (CallFinished.Signals). A base64 blob that
+// decodes to a match is reported as "base64:" + the inner name.
+const (
+	SignalIgnoreInstructions = "phrase:ignore_instructions" // ignore/disregard/forget … previous instructions
+	SignalNewInstructions    = "phrase:new_instructions"    // "your new instructions", "new instructions:"
+	SignalSystemPrompt       = "phrase:system_prompt"       // reveal/print/repeat … your system prompt
+	SignalHideFromUser       = "phrase:hide_from_user"      // do not tell the user …
+	SignalRoleSystem         = "role:system"                // a line starting "SYSTEM:" (or "### System:")
+	SignalRoleAssistant      = "role:assistant"             // a line starting "assistant:"
+	SignalTemplateChatML     = "template:chatml"            // <|im_start|>, <|im_end|>, <|system|>, <|endoftext|> …
+	SignalTemplateLlama      = "template:llama"             // [INST], <<SYS>>, <|start_header_id|>, <|eot_id|> …
+	SignalTemplateGemma      = "template:gemma"             // <start_of_turn>, <end_of_turn>
+	SignalUnicodeTag         = "unicode:tag"                // U+E0000–U+E007F: invisible ASCII
+	SignalUnicodeBidi        = "unicode:bidi"               // U+202A–U+202E, U+2066–U+2069
+	SignalBoundaryEscape     = "boundary:escape"            // an <mcp_tool_output> tag inside the output
+)
+
+// Bounds of the base64 pass: runs shorter than minBase64Run are not
+// examined, each run is decoded up to maxBase64Decode bytes, and one
+// scan decodes at most maxBase64Total bytes in all.
+const (
+	minBase64Run    = 24
+	maxBase64Decode = 16 << 10
+	maxBase64Total  = 256 << 10
+)
+
+// DetectInjection returns the names of the prompt-injection patterns
+// found in text, sorted and without duplicates, or nil. It is advisory
+// (seed 001): it never blocks a call or changes its output, so it favours
+// patterns that are rare in legitimate output (see inject_test.go and
+// testdata/outputs for the false positives it is checked against).
+func DetectInjection(text string) []string {
+	var d detector
+	d.scan([]byte(text), "")
+	d.base64([]byte(text))
+	if len(d.found) == 0 {
+		return nil
+	}
+	slices.Sort(d.found)
+	return slices.Compact(d.found)
+}
+
+type detector struct {
+	found   []string
+	lower   []byte
+	decoded int
+}
+
+func (d *detector) hit(prefix, name string) { d.found = append(d.found, prefix+name) }
+
+// scan looks for every pattern but base64 in b; prefix qualifies names.
+func (d *detector) scan(b []byte, prefix string) {
+	d.unicode(b, prefix)
+	d.lower = asciiLower(d.lower[:0], b)
+	l := d.lower
+	d.templates(l, prefix)
+	d.roles(l, prefix)
+	d.phrases(l, prefix)
+	if bytes.Contains(l, []byte("<mcp_tool_output")) || bytes.Contains(l, []byte("</mcp_tool_output")) {
+		d.hit(prefix, SignalBoundaryEscape)
+	}
+}
+
+func asciiLower(dst, b []byte) []byte {
+	dst = slices.Grow(dst, len(b))
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// unicode finds tag characters (F3 A0 80 80 – F3 A0 81 BF) and bidi
+// controls (E2 80 AA–AE, E2 81 A6–A9).
+func (d *detector) unicode(b []byte, prefix string) {
+	var tag, bidi bool
+	for i := 0; i+2 < len(b) && !(tag && bidi); {
+		j := bytes.IndexAny(b[i:], "\xf3\xe2")
+		if j < 0 {
+			break
+		}
+		i += j
+		if i+2 >= len(b) {
+			break
+		}
+		switch {
+		case b[i] == 0xf3 && i+3 < len(b) && b[i+1] == 0xa0 && (b[i+2] == 0x80 || b[i+2] == 0x81):
+			tag = true
+		case b[i] == 0xe2 && b[i+1] == 0x80 && b[i+2] >= 0xaa && b[i+2] <= 0xae,
+			b[i] == 0xe2 && b[i+1] == 0x81 && b[i+2] >= 0xa6 && b[i+2] <= 0xa9:
+			bidi = true
+		}
+		i++
+	}
+	if tag {
+		d.hit(prefix, SignalUnicodeTag)
+	}
+	if bidi {
+		d.hit(prefix, SignalUnicodeBidi)
+	}
+}
+
+var templateTokens = []struct{ token, name string }{
+	{"<|im_start|>", SignalTemplateChatML}, {"<|im_end|>", SignalTemplateChatML},
+	{"<|im_sep|>", SignalTemplateChatML}, {"<|system|>", SignalTemplateChatML},
+	{"<|user|>", SignalTemplateChatML}, {"<|assistant|>", SignalTemplateChatML},
+	{"<|endoftext|>", SignalTemplateChatML}, {"<|end|>", SignalTemplateChatML},
+	{"[inst]", SignalTemplateLlama}, {"[/inst]", SignalTemplateLlama},
+	{"<<sys>>", SignalTemplateLlama}, {"<</sys>>", SignalTemplateLlama},
+	{"<|begin_of_text|>", SignalTemplateLlama}, {"<|start_header_id|>", SignalTemplateLlama},
+	{"<|end_header_id|>", SignalTemplateLlama}, {"<|eot_id|>", SignalTemplateLlama},
+	{"<start_of_turn>", SignalTemplateGemma}, {"<end_of_turn>", SignalTemplateGemma},
+}
+
+// templates finds chat-template control tokens (l is lowercased).
+func (d *detector) templates(l []byte, prefix string) {
+	hasPipe := bytes.Contains(l, []byte("<|"))
+	hasBracket := bytes.Contains(l, []byte("[inst]")) || bytes.Contains(l, []byte("[/inst]"))
+	hasAngle := bytes.Contains(l, []byte("<<sys>>")) || bytes.Contains(l, []byte("<</sys>>")) ||
+		bytes.Contains(l, []byte("_of_turn>"))
+	if !hasPipe && !hasBracket && !hasAngle {
+		return
+	}
+	for _, t := range templateTokens {
+		if bytes.Contains(l, []byte(t.token)) {
+			d.hit(prefix, t.name)
+		}
+	}
+}
+
+// roles finds lines that start like a chat transcript's role marker:
+// optional indentation, markdown (#, *, >), then "system:" or
+// "assistant:" (any case), then a space or the end of the line.
+func (d *detector) roles(l []byte, prefix string) {
+	var sys, asst bool
+	for start := 0; start < len(l) && !(sys && asst); {
+		end := bytes.IndexByte(l[start:], '\n')
+		if end < 0 {
+			end = len(l)
+		} else {
+			end += start
+		}
+		line := l[start:end]
+		i := 0
+		for i < len(line) && i < 16 && (line[i] == ' ' || line[i] == '\t' || line[i] == '#' || line[i] == '*' || line[i] == '>' || line[i] == '\r') {
+			i++
+		}
+		rest := line[i:]
+		switch {
+		case roleAt(rest, "system"):
+			sys = true
+		case roleAt(rest, "assistant"):
+			asst = true
+		}
+		start = end + 1
+	}
+	if sys {
+		d.hit(prefix, SignalRoleSystem)
+	}
+	if asst {
+		d.hit(prefix, SignalRoleAssistant)
+	}
+}
+
+func roleAt(rest []byte, role string) bool {
+	if !bytes.HasPrefix(rest, []byte(role)) {
+		return false
+	}
+	r := rest[len(role):]
+	for len(r) > 0 && r[0] == '*' { // **System**:
+		r = r[1:]
+	}
+	return len(r) > 0 && r[0] == ':' && (len(r) == 1 || r[1] == ' ' || r[1] == '\t' || r[1] == '\r')
+}
+
+// Words of the ignore-instructions phrase.
+var (
+	ignoreVerbs   = []string{"ignore", "disregard", "forget", "override", "bypass"}
+	ignoreTargets = []string{"instructions", "instruction", "prompts", "prompt", "directions", "directives",
+		"guidelines", "rules", "context", "messages", "commands"}
+	ignoreQualifiers = []string{"previous", "prior", "above", "earlier", "preceding", "foregoing", "all",
+		"any", "your", "system", "initial", "original", "those", "these"}
+	hidePhrases = []string{"do not tell the user", "don't tell the user", "dont tell the user",
+		"without telling the user", "do not inform the user", "do not mention this to the user",
+		"don't mention this to the user", "hide this from the user", "the user must not know",
+		"do not reveal this to the user"}
+	promptVerbs = []string{"reveal", "print", "show", "output", "repeat", "leak", "disclose", "display", "dump"}
+)
+
+// phrases finds the instruction phrases (l is lowercased).
+func (d *detector) phrases(l []byte, prefix string) {
+	if ignorePhrase(l) {
+		d.hit(prefix, SignalIgnoreInstructions)
+	}
+	if i := bytes.Index(l, []byte("new instructions")); i >= 0 {
+		after := l[i+len("new instructions"):]
+		before := l[max(0, i-12):i]
+		if bytes.HasPrefix(bytes.TrimLeft(after, " "), []byte(":")) || bytes.Contains(before, []byte("your ")) ||
+			bytes.Contains(before, []byte("following ")) {
+			d.hit(prefix, SignalNewInstructions)
+		}
+	}
+	for off := 0; ; {
+		i := bytes.Index(l[off:], []byte("system prompt"))
+		if i < 0 {
+			break
+		}
+		i += off
+		off = i + 1
+		before := l[max(0, i-32):i]
+		if containsAny(before, promptVerbs) && (bytes.Contains(before, []byte("your")) || bytes.Contains(before, []byte("the"))) {
+			d.hit(prefix, SignalSystemPrompt)
+			break
+		}
+	}
+	if bytes.Contains(l, []byte("the user")) {
+		for _, p := range hidePhrases {
+			if bytes.Contains(l, []byte(p)) {
+				d.hit(prefix, SignalHideFromUser)
+				break
+			}
+		}
+	}
+}
+
+// ignorePhrase reports whether l (lowercased) holds an ignore verb
+// followed by a phrase naming earlier instructions.
+func ignorePhrase(l []byte) bool {
+	for _, v := range ignoreVerbs {
+		for off := 0; ; {
+			i := bytes.Index(l[off:], []byte(v))
+			if i < 0 {
+				break
+			}
+			i += off
+			off = i + len(v)
+			if i > 0 && isAlnum(l[i-1]) {
+				continue
+			}
+			if ignorePhraseAt(l[off:]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ignorePhraseAt reports whether the words after an ignore verb name
+// earlier instructions: within six words, a target ("instructions",
+// "rules", …) and a qualifier ("previous", "all", "your", …).
+func ignorePhraseAt(after []byte) bool {
+	var target, qual bool
+	words := 0
+	for i := 0; i < len(after) && words < 7; {
+		for i < len(after) && !isAlnum(after[i]) && after[i] != '\'' {
+			if after[i] == '.' || after[i] == '\n' || after[i] == ';' {
+				return false // the sentence ended
+			}
+			i++
+		}
+		j := i
+		for j < len(after) && (isAlnum(after[j]) || after[j] == '\'') {
+			j++
+		}
+		if j == i {
+			break
+		}
+		w := string(after[i:j])
+		words++
+		if slices.Contains(ignoreTargets, w) {
+			target = true
+		}
+		if slices.Contains(ignoreQualifiers, w) {
+			qual = true
+		}
+		if target && qual {
+			return true
+		}
+		i = j
+	}
+	return false
+}
+
+func containsAny(b []byte, words []string) bool {
+	for _, w := range words {
+		if bytes.Contains(b, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// base64 decodes long runs of base64 characters and scans what decodes
+// to mostly printable text.
+func (d *detector) base64(b []byte) {
+	for i := 0; i < len(b) && d.decoded < maxBase64Total; {
+		if !isB64(b[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(b) && isB64(b[j]) {
+			j++
+		}
+		if j-i >= minBase64Run {
+			d.tryDecode(b[i:j])
+		}
+		i = j
+	}
+}
+
+func isB64(c byte) bool {
+	return isAlnum(c) || c == '+' || c == '/' || c == '=' || c == '-' || c == '_'
+}
+
+func (d *detector) tryDecode(run []byte) {
+	run = run[:min(len(run), maxBase64Decode*4/3)]
+	run = run[:len(run)/4*4]
+	trimmed := bytes.TrimRight(run, "=")
+	var out []byte
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		buf := make([]byte, enc.DecodedLen(len(trimmed)))
+		if n, err := enc.Decode(buf, trimmed); err == nil {
+			out = buf[:n]
+			break
+		}
+	}
+	if len(out) == 0 {
+		return
+	}
+	d.decoded += len(out)
+	printable := 0
+	for _, c := range out {
+		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' || c == '\r' || c >= 0x80 {
+			printable++
+		}
+	}
+	if printable*10 < len(out)*9 {
+		return // binary (an image, say)
+	}
+	inner := detector{lower: d.lower[:0]}
+	inner.scan(out, "base64:")
+	d.found = append(d.found, inner.found...)
+}

@@ -1,0 +1,134 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxResultChars bounds the rendered text of a result (seed 001:
+// "so a chatty MCP tool can't blow out the agent's context window").
+const DefaultMaxResultChars = 50_000
+
+// Rendered is a result rendered as text for an agent's context.
+type Rendered struct {
+	// Text is the rendered output, truncated (with a marker) if needed.
+	Text string
+	// Chars is the length of the whole rendering in characters, Cut how
+	// many of them truncation removed.
+	Chars, Cut int
+}
+
+// RenderResult renders res as text: text blocks verbatim, every other
+// block (image, audio, resource) as its JSON, one block per line; the
+// structured content as JSON when there are no blocks. Past maxChars
+// characters (runes; <= 0: no bound) the text is cut at a character
+// boundary and a line says how many characters were cut. Memory stays
+// proportional to maxChars plus the largest non-text block.
+func RenderResult(res *mcp.CallToolResult, maxChars int) Rendered {
+	if res == nil {
+		return Rendered{}
+	}
+	r := renderer{max: maxChars}
+	for i, c := range res.Content {
+		if i > 0 {
+			r.add("\n")
+		}
+		if t, ok := c.(*mcp.TextContent); ok {
+			r.add(t.Text)
+			continue
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
+		}
+		r.add(string(b))
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			r.add(string(b))
+		}
+	}
+	return r.done()
+}
+
+// renderer accumulates pieces up to max characters and counts the rest.
+type renderer struct {
+	sb    strings.Builder
+	max   int
+	chars int // characters seen
+	kept  int // characters written
+}
+
+func (r *renderer) add(s string) {
+	if r.max <= 0 {
+		r.sb.WriteString(s)
+		r.chars += utf8.RuneCountInString(s)
+		r.kept = r.chars
+		return
+	}
+	if room := r.max - r.kept; room > 0 {
+		if len(s) <= room { // at most room runes
+			r.sb.WriteString(s)
+			n := utf8.RuneCountInString(s)
+			r.chars += n
+			r.kept += n
+			return
+		}
+		// Write room runes.
+		i, n := 0, 0
+		for i < len(s) && n < room {
+			_, w := utf8.DecodeRuneInString(s[i:])
+			i += w
+			n++
+		}
+		r.sb.WriteString(s[:i])
+		r.kept += n
+		r.chars += n
+		s = s[i:]
+	}
+	r.chars += utf8.RuneCountInString(s)
+}
+
+func (r *renderer) done() Rendered {
+	out := Rendered{Text: r.sb.String(), Chars: r.chars, Cut: r.chars - r.kept}
+	if out.Cut > 0 {
+		out.Text += fmt.Sprintf("\n[mcpledger: output truncated: %d of %d characters cut]", out.Cut, out.Chars)
+	}
+	return out
+}
+
+// WrapOutput wraps text in boundary markers that attribute it to a server
+// and tool and mark it untrusted (seed 001):
+//
+//	<mcp_tool_output server="S" tool="T" trust="untrusted">
+//	text
+//	</mcp_tool_output>
+//
+// Names are sanitized to [a-zA-Z0-9._-] (anything else becomes '_') so
+// they cannot break out of the attribute, and a marker tag inside text is
+// defused ("<" written as "&lt;") so the output cannot close the boundary
+// early; nothing else in text changes.
+func WrapOutput(server, tool, text string) string {
+	text = strings.ReplaceAll(text, "</mcp_tool_output", "&lt;/mcp_tool_output")
+	text = strings.ReplaceAll(text, "<mcp_tool_output", "&lt;mcp_tool_output")
+	return `<mcp_tool_output server="` + attrName(server) + `" tool="` + attrName(tool) +
+		`" trust="untrusted">` + "\n" + text + "\n</mcp_tool_output>"
+}
+
+// attrName keeps [a-zA-Z0-9._-] and replaces every other byte with '_'.
+func attrName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(isAlnum(c) || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "_"
+	}
+	return string(b)
+}
