@@ -74,6 +74,8 @@ type ServerSpec struct {
 	Headers map[string]string
 	// Timeout is the server's "timeout" (0: use the runtime default).
 	Timeout time.Duration
+	// Call holds "callPolicy", "toolPolicies" and "toolTimeouts".
+	Call CallSettings
 }
 
 // LoadedConfig is one complete reading of every config source.
@@ -284,7 +286,7 @@ func settle(ps *parsedServer, src *ConfigSources, base string) (spec ServerSpec,
 // they name variables and fields, never values.
 func resolve(ps *parsedServer, lookupEnv func(string) (string, bool), home, base string) (ServerSpec, []string) {
 	c := ps.cfg
-	spec := ServerSpec{Config: c, Timeout: time.Duration(c.TimeoutMs) * time.Millisecond}
+	spec := ServerSpec{Config: c, Timeout: time.Duration(c.TimeoutMs) * time.Millisecond, Call: ps.call}
 	var problems []string
 	exp := func(s, where string, lookup func(string) (string, bool), scoped bool) string {
 		v, err := expand(s, lookup)

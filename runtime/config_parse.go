@@ -37,6 +37,7 @@ type parsedServer struct {
 	headers  []events.KV // as written, sorted by key
 	problems []string    // each one says what to do; non-empty => Invalid
 	warnings []string
+	call     CallSettings // callPolicy, toolPolicies, toolTimeouts
 }
 
 // userSettings are the admission and trust settings of the user config.
@@ -190,7 +191,8 @@ func (s *userSettings) set(m member, at func(int) string) []string {
 
 // Entry fields.
 var knownFields = []string{"type", "command", "args", "env", "cwd", "url", "headers",
-	"disabled", "enabled", "timeout", "includeTools", "excludeTools", "protocolVersion"}
+	"disabled", "enabled", "timeout", "includeTools", "excludeTools", "protocolVersion",
+	"callPolicy", "toolPolicies", "toolTimeouts"}
 
 // parseServer reads one server entry as written.
 func parseServer(path string, data []byte, m member, scope events.Scope) (p parsedServer) {
@@ -258,6 +260,8 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 			if bad == "" && p.cfg.TimeoutMs > 0 && p.cfg.TimeoutMs < 1000 {
 				p.warnings = append(p.warnings, fmt.Sprintf(`"timeout" is %d milliseconds; write %d for %d seconds`, p.cfg.TimeoutMs, p.cfg.TimeoutMs*1000, p.cfg.TimeoutMs))
 			}
+		case "callPolicy", "toolPolicies", "toolTimeouts":
+			bad = p.call.parseField(f.key, f.val)
 		default:
 			unknown = append(unknown, f.key)
 		}

@@ -167,7 +167,12 @@ func (c *conn) open() (mcp.Transport, error) {
 		out := newJSONLines(p.out, func(line string) {
 			m.log.Warn("server wrote a non-JSON line on stdout; skipped", "server", c.server, "line", line)
 		})
-		return &mcp.IOTransport{Reader: out, Writer: p.stdin}, nil
+		// frameCap bounds one message and fails only the call of an
+		// oversized response (go-sdk's own cap would end the session).
+		capped := newFrameCap(out, m.opts.MaxMessageBytes, func(size int64, answered bool) {
+			m.log.Warn("server sent a message over MaxMessageBytes; discarded", "server", c.server, "bytes", size, "answered", answered)
+		})
+		return &mcp.IOTransport{Reader: capped, Writer: p.stdin, MaxLineLength: -1}, nil
 	case events.TransportHTTP, events.TransportSSE:
 		u, err := url.Parse(c.spec.URL)
 		if err != nil {
@@ -326,9 +331,11 @@ func (c *conn) health() {
 		if cs == nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.PingTimeout)
-		err := cs.Ping(ctx, nil)
-		cancel()
+		err := retry(c.ctx, c.m.opts.Retry, func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, c.m.opts.PingTimeout)
+			defer cancel()
+			return cs.Ping(ctx, nil)
+		})
 		if c.ctx.Err() != nil {
 			return
 		}
@@ -390,14 +397,21 @@ func (c *conn) listTools() ([]events.Tool, error) {
 	if cs == nil {
 		return nil, errNoSession
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.ListTimeout)
-	defer cancel()
 	var out []events.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, err
+	err := retry(c.ctx, c.m.opts.Retry, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, c.m.opts.ListTimeout)
+		defer cancel()
+		out = out[:0]
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			out = append(out, toolOf(t))
 		}
-		out = append(out, toolOf(t))
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

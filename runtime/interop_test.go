@@ -9,6 +9,7 @@ package runtime_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -174,14 +175,17 @@ func TestInteropEverythingStdio(t *testing.T) {
 	if got := textOf(t, res); res.IsError || got != "The sum of 2 and 3.5 is 5.5." {
 		t.Errorf("get-sum = %q (isError %v)", got, res.IsError)
 	}
-	// Invalid arguments are a tool error (an isError result), not a
-	// JSON-RPC error: the TypeScript SDK reports them in the result.
-	res, err = m.CallTool(t.Context(), "mcp__everything__get-sum", map[string]any{"a": "two"})
-	if err != nil {
-		t.Fatalf("invalid arguments came back as a Go error: %v", err)
+	// Invalid arguments are refused locally against the tool's input
+	// schema (the TypeScript SDK would answer an isError result): the
+	// error names the field, and the server never sees the call.
+	_, err = m.CallTool(t.Context(), "mcp__everything__get-sum", map[string]any{"a": "two"})
+	var ae *runtime.ArgumentsError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Field, "a") {
+		t.Fatalf("invalid arguments: %v", err)
 	}
-	if got := textOf(t, res); !res.IsError || !strings.HasPrefix(got, "MCP error -32602: Input validation error: Invalid arguments for tool get-sum") {
-		t.Errorf("invalid arguments: isError %v, %q", res.IsError, got)
+	// The call path records the definition hash it called.
+	if e, ok := m.Snapshot().Tool("mcp__everything__get-sum"); !ok || e.DefHash == "" {
+		t.Errorf("get-sum entry %+v", e)
 	}
 
 	// server-everything exits on stdin EOF once its event loop is idle, but
@@ -243,7 +247,7 @@ func TestInteropEverythingStdio(t *testing.T) {
 	if prompts == nil || prompts.Error != "" || len(prompts.Prompts) == 0 {
 		t.Fatalf("prompts.listed %+v", prompts)
 	}
-	want := []string{"echo:ok", "get-sum:ok", "get-sum:tool_error", "toggle-simulated-logging:ok"}
+	want := []string{"echo:ok", "get-sum:ok", "get-sum:invalid_arguments", "toggle-simulated-logging:ok"}
 	if !slices.Equal(calls, want) {
 		t.Errorf("calls journaled %v, want %v", calls, want)
 	}

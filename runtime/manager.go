@@ -53,6 +53,10 @@ type Manager struct {
 	subsMu sync.Mutex
 	subs   map[chan *View]struct{}
 
+	// callSettings are the servers' call settings of the latest config
+	// reading (see setCallSettings).
+	callSettings atomic.Pointer[map[string]CallSettings]
+
 	// Owned by the loop goroutine.
 	state     fsm.State
 	lastSeq   uint64
@@ -351,6 +355,7 @@ func (m *Manager) observeLoaded(ctx context.Context, trigger string, lc LoadedCo
 	req.prepare = func() {
 		m.completeConfig(&obs)
 		m.specs = specs
+		m.setCallSettings(specs)
 	}
 	return m.submitReq(ctx, req)
 }

@@ -83,6 +83,44 @@ type Options struct {
 	Command string
 	// Now is the clock (default time.Now). Every event's time comes from it.
 	Now func() time.Time
+
+	// CallPolicy is the call policy of servers and tools whose config sets
+	// none ("callPolicy", "toolPolicies"; default always). Under ask,
+	// Approver decides; see [CallPolicy]. An unknown value is taken as ask.
+	CallPolicy CallPolicy
+	// Approver decides calls under policy ask (nil: such calls are denied,
+	// unless the caller is the user: CallOptions.UserApproved).
+	Approver Approver
+	// MaxResultChars bounds the rendered text of a result
+	// (CallResult.Text), in characters (default 50,000; <0: no bound).
+	// The cut is marked with how much was removed.
+	MaxResultChars int
+	// WrapOutput wraps every rendered result in <mcp_tool_output
+	// server="…" tool="…" trust="untrusted"> boundary markers.
+	WrapOutput bool
+	// JournalCap is how many bytes of a call's (redacted) arguments and
+	// result are journaled; the rest is recorded by size and SHA-256
+	// (default 64 KiB).
+	JournalCap int
+	// MaxMessageBytes bounds one message from a stdio server (default 16
+	// MiB, go-sdk's own limit). A larger response is read through and
+	// discarded without being held in memory, and only its call fails
+	// (ErrResultTooLarge); the session stays up.
+	MaxMessageBytes int
+	// Retry sets how tools/list and ping retry on retriable transport
+	// errors (zero fields take the defaults).
+	Retry RetryOptions
+}
+
+// RetryOptions set retries of tools/list and ping on retriable transport
+// errors. (A tool call is retried at most once, after a reconnect, and
+// only when that is safe; see Manager.CallToolWith.)
+type RetryOptions struct {
+	// Attempts is the number of tries in all (default 3; 1 disables).
+	Attempts int
+	// Backoff is the wait before the second try, doubling after each
+	// (default 100 ms), up to MaxBackoff (default 2 s).
+	Backoff, MaxBackoff time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -127,6 +165,30 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	switch {
+	case o.CallPolicy == "":
+		o.CallPolicy = PolicyAlways
+	case !o.CallPolicy.Valid():
+		o.CallPolicy = PolicyAsk // an unknown policy fails safe
+	}
+	if o.MaxResultChars == 0 {
+		o.MaxResultChars = DefaultMaxResultChars
+	}
+	if o.JournalCap <= 0 {
+		o.JournalCap = DefaultJournalCap
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.Retry.Attempts <= 0 {
+		o.Retry.Attempts = 3
+	}
+	if o.Retry.Backoff <= 0 {
+		o.Retry.Backoff = 100 * time.Millisecond
+	}
+	if o.Retry.MaxBackoff <= 0 {
+		o.Retry.MaxBackoff = 2 * time.Second
 	}
 	return o
 }

@@ -65,6 +65,7 @@ func (m *Manager) watchConfig(files []string, last events.ConfigObserved) {
 		case <-timer.C:
 			lc := m.opts.Config()
 			if ConfigEqual(last, lc.Observed) {
+				m.setCallSettings(lc.Specs) // not journaled config: applied as is
 				continue
 			}
 			ctx, cancel := context.WithTimeout(m.ctx, time.Minute)

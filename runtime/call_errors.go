@@ -1,0 +1,72 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the tool-call path. (They live here rather than in errors.go
+// while that file is edited by others; see doc.go.)
+var (
+	// ErrInvalidArguments is returned when a call's arguments fail the
+	// tool's input schema locally: nothing was sent, no retry was spent.
+	// The error is an *ArgumentsError naming the field and why.
+	ErrInvalidArguments = errors.New("runtime: invalid arguments")
+
+	// ErrCallDenied is returned when the call policy or the approver
+	// denied a call: it never reached the server.
+	ErrCallDenied = errors.New("runtime: call denied")
+
+	// ErrOutcomeUnknown is returned when the connection was lost with the
+	// request in flight and the call could not be retried safely: the
+	// server may or may not have acted on it.
+	ErrOutcomeUnknown = errors.New("runtime: outcome unknown")
+
+	// ErrResultTooLarge is returned when a server's response exceeds
+	// Options.MaxMessageBytes: the frame was discarded unread (the session
+	// stays up) and the call failed.
+	ErrResultTooLarge = errors.New("runtime: result too large")
+)
+
+// ArgumentsError says which argument failed the tool's input schema and
+// why. errors.Is(err, ErrInvalidArguments) is true.
+type ArgumentsError struct {
+	Tool string
+	// Field is the dotted path of the offending argument ("" when the
+	// arguments as a whole are wrong); several missing ones are listed
+	// comma-separated.
+	Field  string
+	Reason string
+}
+
+// Error names the tool, the field and the reason.
+func (e *ArgumentsError) Error() string {
+	s := fmt.Sprintf("runtime: invalid arguments for %s", e.Tool)
+	if e.Field != "" {
+		s += fmt.Sprintf(": %s: %s", e.Field, e.Reason)
+	} else {
+		s += ": " + e.Reason
+	}
+	return s + " (checked against the tool's input schema; nothing was sent)"
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidArguments) true.
+func (e *ArgumentsError) Unwrap() error { return ErrInvalidArguments }
+
+// DeniedError says who denied a call and why. errors.Is(err,
+// ErrCallDenied) is true.
+type DeniedError struct {
+	Tool, By, Policy, Reason string
+}
+
+// Error names the tool, the policy, who denied it and why.
+func (e *DeniedError) Error() string {
+	s := fmt.Sprintf("runtime: call to %s denied by %s (policy %s)", e.Tool, e.By, e.Policy)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+// Unwrap makes errors.Is(err, ErrCallDenied) true.
+func (e *DeniedError) Unwrap() error { return ErrCallDenied }
