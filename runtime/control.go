@@ -144,7 +144,15 @@ func (s *ControlServer) do(ctx context.Context, req ControlRequest) (any, error)
 		if len(req.Args) > 0 {
 			args = req.Args
 		}
-		return m.CallTool(ctx, req.Name, args)
+		o := &CallOptions{Caller: req.By}
+		if req.By == "cli" { // `mcpledger call`: the user's own approval
+			o.UserApproved = "mcpledger call"
+		}
+		r, err := m.CallToolWith(ctx, req.Name, args, o)
+		if r == nil {
+			return nil, err
+		}
+		return r.Result, err
 	case "reconnect":
 		return nil, m.Reconnect(ctx, req.Name)
 	case "reconnect-failed":

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
 )
 
@@ -19,11 +20,12 @@ type CallCommand struct{ env *env }
 
 // Run parses args and calls the tool.
 func (c *CallCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("call", "TOOL [--args JSON] [--json]")
+	f := c.env.newCommandFlags("call", "TOOL [--args JSON] [--json] [--wrap]")
 	var cf configFlags
 	cf.register(f)
 	argsJSON := f.String("args", "{}", "tool arguments as a JSON object")
 	asJSON := f.Bool("json", false, "print the MCP CallToolResult as JSON")
+	wrap := f.Bool("wrap", false, `wrap the output in <mcp_tool_output server=… tool=… trust="untrusted"> markers`)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if err := f.Parse(args); err != nil {
 			return err
@@ -39,15 +41,32 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	if err := json.Unmarshal([]byte(*argsJSON), &a); err != nil {
 		return usageErrorf("call: --args must be a JSON object: %v", err)
 	}
-	var res *mcp.CallToolResult
+	// Running the command is the user's own approval of the call (under a
+	// policy of ask); the journal records it as call.decided by
+	// "user:mcpledger call".
+	var out *rt.CallResult
 	if cl := f.control(); cl != nil {
 		var raw json.RawMessage
 		if err := cl.Do(ctx, rt.ControlRequest{Op: "call", Name: tool, Args: json.RawMessage(*argsJSON), By: "cli"}, &raw); err != nil {
 			return err
 		}
-		res = &mcp.CallToolResult{}
+		res := &mcp.CallToolResult{}
 		if err := json.Unmarshal(raw, res); err != nil {
 			return fmt.Errorf("call: decode result: %w", err)
+		}
+		out = &rt.CallResult{Result: res, Rendered: rt.RenderResult(res, rt.DefaultMaxResultChars)}
+		out.Signals = rt.DetectInjection(out.Text)
+		if *wrap {
+			var entries []projections.Entry
+			server, name := "", tool
+			if cl.Do(ctx, rt.ControlRequest{Op: "tools"}, &entries) == nil {
+				for _, e := range entries {
+					if e.Name == tool {
+						server, name = e.Server, e.Tool
+					}
+				}
+			}
+			out.Text = rt.WrapOutput(server, name, out.Text)
 		}
 	} else {
 		j, _, err := f.openWritable()
@@ -67,7 +86,7 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 			m.Close()
 			return err
 		}
-		res, err = m.CallTool(ctx, tool, a)
+		out, err = m.CallToolWith(ctx, tool, a, &rt.CallOptions{Caller: "cli", UserApproved: "mcpledger call", Wrap: *wrap})
 		if cerr := m.Shutdown("call"); err == nil {
 			err = cerr
 		}
@@ -75,12 +94,16 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	res := out.Result
+	if len(out.Signals) > 0 {
+		fmt.Fprintf(c.env.stderr, "mcpledger: possible prompt injection in the output (advisory, nothing was changed): %s\n", strings.Join(out.Signals, ", "))
+	}
 	if *asJSON {
 		if err := json.NewEncoder(c.env.stdout).Encode(res); err != nil {
 			return err
 		}
 	} else {
-		printResult(c.env, res)
+		fmt.Fprintln(c.env.stdout, out.Text)
 	}
 	if res.IsError {
 		return errors.New("the tool reported an error")
@@ -88,18 +111,8 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	return nil
 }
 
-// printResult writes text blocks verbatim and other blocks as JSON.
+// printResult writes res rendered as an agent would get it: text blocks
+// verbatim, other blocks as JSON, bounded at the default MaxResultChars.
 func printResult(e *env, res *mcp.CallToolResult) {
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			fmt.Fprintln(e.stdout, t.Text)
-			continue
-		}
-		b, _ := json.Marshal(c)
-		fmt.Fprintln(e.stdout, string(b))
-	}
-	if res.StructuredContent != nil && len(res.Content) == 0 {
-		b, _ := json.Marshal(res.StructuredContent)
-		fmt.Fprintln(e.stdout, string(b))
-	}
+	fmt.Fprintln(e.stdout, rt.RenderResult(res, rt.DefaultMaxResultChars).Text)
 }

@@ -41,6 +41,11 @@ func formatEvent(e events.Event) string {
 		sb.WriteString(" cause=#")
 		sb.WriteString(strconv.FormatUint(e.Cause, 10))
 	}
+	// Injection signals lead, so the summary's cut never hides them.
+	if p, ok := e.Payload.(*events.CallFinished); ok && len(p.Signals) > 0 {
+		sb.WriteString(" ⚠ injection-signals=")
+		sb.WriteString(strings.Join(p.Signals, ","))
+	}
 	if s := summarize(e.Payload); s != "" {
 		sb.WriteByte(' ')
 		sb.WriteString(s)
