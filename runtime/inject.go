@@ -84,23 +84,27 @@ func asciiLower(dst, b []byte) []byte {
 // controls (E2 80 AA–AE, E2 81 A6–A9).
 func (d *detector) unicode(b []byte, prefix string) {
 	var tag, bidi bool
-	for i := 0; i+2 < len(b) && !(tag && bidi); {
-		j := bytes.IndexAny(b[i:], "\xf3\xe2")
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], 0xf3)
 		if j < 0 {
 			break
 		}
-		i += j
-		if i+2 >= len(b) {
+		i += j + 1
+		if i+2 < len(b) && b[i] == 0xa0 && (b[i+1] == 0x80 || b[i+1] == 0x81) {
+			tag = true
 			break
 		}
-		switch {
-		case b[i] == 0xf3 && i+3 < len(b) && b[i+1] == 0xa0 && (b[i+2] == 0x80 || b[i+2] == 0x81):
-			tag = true
-		case b[i] == 0xe2 && b[i+1] == 0x80 && b[i+2] >= 0xaa && b[i+2] <= 0xae,
-			b[i] == 0xe2 && b[i+1] == 0x81 && b[i+2] >= 0xa6 && b[i+2] <= 0xa9:
-			bidi = true
+	}
+	for i := 0; ; {
+		j := bytes.IndexByte(b[i:], 0xe2)
+		if j < 0 {
+			break
 		}
-		i++
+		i += j + 1
+		if i+1 < len(b) && (b[i] == 0x80 && b[i+1] >= 0xaa && b[i+1] <= 0xae || b[i] == 0x81 && b[i+1] >= 0xa6 && b[i+1] <= 0xa9) {
+			bidi = true
+			break
+		}
 	}
 	if tag {
 		d.hit(prefix, SignalUnicodeTag)
