@@ -21,11 +21,36 @@ func Decide(s State, in events.Event) ([]events.Event, error) {
 	if !in.Kind.IsInput() {
 		return nil, fmt.Errorf("%w: %s", ErrNotInput, in.Kind)
 	}
-	d := &decider{prev: s, s: Evolve(s.Clone(), in), in: in}
+	switch in.Kind {
+	case events.KindCallStarted, events.KindCallFinished, events.KindHandshakeCompleted,
+		events.KindResourcesListed, events.KindPromptsListed, events.KindSessionStarted:
+		return nil, nil // facts for the projections: they never cause a decision
+	}
+	d := &decider{prev: s, s: Evolve(scratchFor(s, in), in), in: in}
 	if err := d.decide(); err != nil {
 		return nil, err
 	}
 	return d.out, nil
+}
+
+// scratchFor returns the state Decide works on for input in, sharing
+// nothing mutable with s. Observations about one server decide only from
+// that server and the session-wide scalars (options, seed, config, timer
+// counter), so their scratch holds just that server: no copy of the rest.
+// Commands and config readings may touch every server and get a full
+// clone.
+func scratchFor(s State, in events.Event) State {
+	switch in.Kind {
+	case events.KindProcessSpawned, events.KindTransportOpened, events.KindConnectFailed, events.KindToolsListed,
+		events.KindPingFailed, events.KindProcessExited, events.KindTransportClosed, events.KindTimerFired:
+		c := s
+		c.Servers = make(map[string]*Server, 1)
+		if p, ok := s.Servers[in.Server]; ok {
+			c.Servers[in.Server] = p
+		}
+		return c
+	}
+	return s.Clone()
 }
 
 // decider carries one Decide call: the state before the input (prev), the
@@ -53,7 +78,7 @@ func (d *decider) emit(server string, p events.Payload) {
 // against the table. A legal trigger that leads back to the same state
 // emits nothing.
 func (d *decider) transition(server string, t Trigger, reason events.Reason, attempt int, cerr *events.ClassifiedError) error {
-	srv := d.s.Servers[server]
+	srv, _ := d.s.get(server)
 	to, changed, err := Transition(srv.Phase, t)
 	if err != nil {
 		return fmt.Errorf("server %q: %w", server, err)
@@ -134,7 +159,7 @@ func (d *decider) decide() error {
 // current returns the input's server if the input is about its current
 // attempt.
 func (d *decider) current(attempt int) (Server, bool) {
-	srv, ok := d.s.Servers[d.in.Server]
+	srv, ok := d.s.get(d.in.Server)
 	if !ok || attempt != srv.Attempt {
 		return srv, false
 	}
@@ -184,7 +209,7 @@ func (d *decider) fail(attempt int, cerr events.ClassifiedError) error {
 
 func (d *decider) timer(p *events.TimerFired) error {
 	name := d.in.Server
-	srv, ok := d.prev.Servers[name]
+	srv, ok := d.prev.get(name)
 	if !ok || srv.Timer != p.TimerID || p.TimerID == 0 {
 		return nil // stale: cancelled by a later decision
 	}
@@ -204,7 +229,7 @@ func (d *decider) timer(p *events.TimerFired) error {
 // reconnect) unless the storm breaker holds it, in which case it stops with
 // reason storm_hold and a timer to release it.
 func (d *decider) launch(name string, t Trigger) error {
-	srv := d.s.Servers[name]
+	srv, _ := d.s.get(name)
 	o := d.opts()
 	if held, until := StormHold(o, srv.Launches, srv.Config.RecentLaunches, d.in.Time); held {
 		trig := TrigStop
@@ -232,7 +257,7 @@ func (d *decider) launch(name string, t Trigger) error {
 // admit runs admission for a server in configuring: launch it, or stop it
 // with the reason (asking for an approval when it is newly promptable).
 func (d *decider) admit(name string) error {
-	srv := d.s.Servers[name]
+	srv, _ := d.s.get(name)
 	reason, detail := Admission(&d.s.Config, &srv.Config)
 	if reason == events.ReasonNone {
 		return d.launch(name, TrigAdmit)
@@ -284,9 +309,9 @@ func (d *decider) reconcile(p *events.ConfigObserved) error {
 	}
 	var steps []step
 	for _, name := range sortedKeys(names) {
-		old, existed := d.prev.Servers[name]
+		old, existed := d.prev.get(name)
 		existed = existed && old.InConfig
-		cur := d.s.Servers[name]
+		cur, _ := d.s.get(name)
 		v := events.ReloadVerdict{Server: name}
 		if existed {
 			v.Before = events.Fingerprint(&old.Config)
@@ -349,7 +374,7 @@ func (d *decider) reconcile(p *events.ConfigObserved) error {
 // from stopped through reconfigure, and from any running state through a
 // stop first.
 func (d *decider) fresh(name string) error {
-	switch d.s.Servers[name].Phase {
+	switch srv, _ := d.s.get(name); srv.Phase {
 	case events.StateConfiguring:
 		return d.admit(name)
 	case events.StateStopped:
@@ -387,7 +412,7 @@ func isRunReason(r events.Reason) bool {
 // caller about those cases before it journals anything.
 func (d *decider) approval(p *events.ApprovalDecided) error {
 	name := d.in.Server
-	srv, ok := d.prev.Servers[name]
+	srv, ok := d.prev.get(name)
 	if !ok || !srv.InConfig || p.Hash != srv.Config.Hash {
 		return nil
 	}
@@ -418,7 +443,7 @@ func (d *decider) approval(p *events.ApprovalDecided) error {
 // its config is at another hash. Callers use it to refuse a typo or a stale
 // decision before journaling it.
 func CheckApproval(s State, server, hash string) error {
-	srv, ok := s.Servers[server]
+	srv, ok := s.get(server)
 	if !ok || !srv.InConfig {
 		return fmt.Errorf("%w: %q", ErrUnknownServer, server)
 	}
@@ -434,7 +459,7 @@ func CheckApproval(s State, server, hash string) error {
 // them (trust on first use); later listings withhold every tool whose
 // definition differs from its pin, or that the approval never saw.
 func (d *decider) checkPins(name string) {
-	srv := d.s.Servers[name]
+	srv, _ := d.s.get(name)
 	a := srv.Config.Approval
 	if !srv.Config.Gated || a.Decision != events.DecisionApprove || a.Hash != srv.Config.Hash {
 		return
@@ -468,7 +493,7 @@ func (d *decider) checkPins(name string) {
 func (d *decider) reconnect(p *events.ReconnectRequested) error {
 	if d.in.Server == "" {
 		for _, name := range d.s.Names() {
-			srv := d.s.Servers[name]
+			srv, _ := d.s.get(name)
 			if srv.InConfig && srv.Phase == events.StateFailed {
 				if err := d.launch(name, TrigReconnect); err != nil {
 					return err
@@ -478,7 +503,7 @@ func (d *decider) reconnect(p *events.ReconnectRequested) error {
 		return nil
 	}
 	name := d.in.Server
-	srv, ok := d.s.Servers[name]
+	srv, ok := d.s.get(name)
 	if !ok || !srv.InConfig {
 		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
 	}

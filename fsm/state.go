@@ -103,14 +103,15 @@ type State struct {
 	Options   events.DeciderOptions
 	Config    events.ConfigObserved
 	HasConfig bool
-	Servers   map[string]Server
+	Servers   map[string]*Server // values are never modified in place: see put
 	LastTimer uint64 // the last timer ID scheduled; IDs start at 1
 	Stopping  bool
 }
 
-// Clone returns a copy of s that shares nothing mutable with it. (Slices
-// inside Server values are never appended to in place, so sharing their
-// backing arrays is safe.)
+// Clone returns a copy of s that shares nothing mutable with it: the map
+// is copied, and the Servers it points to are never modified in place
+// (Evolve replaces a server with a modified copy; slices inside a Server
+// are never appended to in place). Cloning costs one pointer per server.
 func (s State) Clone() State {
 	s.Servers = maps.Clone(s.Servers)
 	return s
@@ -119,8 +120,23 @@ func (s State) Clone() State {
 // Server returns the named server and whether it exists.
 func (s State) Server(name string) (Server, bool) {
 	srv, ok := s.Servers[name]
-	return srv, ok
+	if !ok {
+		return Server{}, false
+	}
+	return *srv, true
 }
+
+// get returns a copy of the named server (the zero Server if unknown).
+func (s State) get(name string) (Server, bool) {
+	if srv, ok := s.Servers[name]; ok {
+		return *srv, true
+	}
+	return Server{}, false
+}
+
+// put stores srv under name as a new value, leaving any State that shares
+// the old one (a clone) untouched.
+func (s State) put(name string, srv Server) { s.Servers[name] = &srv }
 
 // Names returns the servers' names, sorted.
 func (s State) Names() []string {
@@ -132,7 +148,7 @@ func (s State) Names() []string {
 // of a recorded session always yields a state.
 func Evolve(s State, e events.Event) State {
 	if s.Servers == nil {
-		s.Servers = map[string]Server{}
+		s.Servers = map[string]*Server{}
 	}
 	switch p := e.Payload.(type) {
 	case *events.SessionStarted:
@@ -141,35 +157,35 @@ func Evolve(s State, e events.Event) State {
 	case *events.ConfigObserved:
 		s = evolveConfig(s, p)
 	case *events.ApprovalDecided:
-		if srv, ok := s.Servers[e.Server]; ok && p.Hash == srv.Config.Hash {
+		if srv, ok := s.get(e.Server); ok && p.Hash == srv.Config.Hash {
 			srv.Config.Approval = events.ApprovalFact{Decision: p.Decision, Hash: p.Hash, By: p.By, At: e.Time, ToolHashes: p.ToolHashes}
 			srv.Promptable = ""
 			srv.Pins = p.ToolHashes
-			s.Servers[e.Server] = srv
+			s.put(e.Server, srv)
 		}
 	case *events.ToolsListed:
-		if srv, ok := s.Servers[e.Server]; ok && p.Attempt == srv.Attempt {
+		if srv, ok := s.get(e.Server); ok && p.Attempt == srv.Attempt {
 			srv.Listed = listedHashes(p.Tools)
-			s.Servers[e.Server] = srv
+			s.put(e.Server, srv)
 		}
 	case *events.ToolsPinned:
-		if srv, ok := s.Servers[e.Server]; ok {
+		if srv, ok := s.get(e.Server); ok {
 			srv.Pins = p.Tools
 			srv.Config.Approval.ToolHashes = p.Tools
-			s.Servers[e.Server] = srv
+			s.put(e.Server, srv)
 		}
 	case *events.ToolsChanged:
-		if srv, ok := s.Servers[e.Server]; ok {
+		if srv, ok := s.get(e.Server); ok {
 			srv.Withheld = nil
 			for _, c := range p.Changed {
 				if c.Listed != "" {
 					srv.Withheld = append(srv.Withheld, c.Name)
 				}
 			}
-			s.Servers[e.Server] = srv
+			s.put(e.Server, srv)
 		}
 	case *events.ServerTransitioned:
-		srv := s.Servers[e.Server]
+		srv, _ := s.get(e.Server)
 		srv.Name = e.Server
 		srv.Phase, srv.Reason = p.To, p.Reason
 		if p.Attempt > 0 {
@@ -199,24 +215,24 @@ func Evolve(s State, e events.Event) State {
 		default:
 			srv.ReadySince = 0
 		}
-		s.Servers[e.Server] = srv
+		s.put(e.Server, srv)
 	case *events.TimerScheduled:
-		srv := s.Servers[e.Server]
+		srv, _ := s.get(e.Server)
 		srv.Timer, srv.TimerPurpose = p.TimerID, p.Purpose
 		if p.Purpose == events.TimerBackoff {
 			srv.Retries = p.Retry
 		}
-		s.Servers[e.Server] = srv
+		s.put(e.Server, srv)
 		s.LastTimer = max(s.LastTimer, p.TimerID)
 	case *events.TimerFired:
-		if srv, ok := s.Servers[e.Server]; ok && srv.Timer == p.TimerID {
+		if srv, ok := s.get(e.Server); ok && srv.Timer == p.TimerID {
 			srv.Timer, srv.TimerPurpose = 0, ""
-			s.Servers[e.Server] = srv
+			s.put(e.Server, srv)
 		}
 	case *events.ApprovalRequested:
-		if srv, ok := s.Servers[e.Server]; ok {
+		if srv, ok := s.get(e.Server); ok {
 			srv.Promptable = p.Hash
-			s.Servers[e.Server] = srv
+			s.put(e.Server, srv)
 		}
 	case *events.StopRequested:
 		if e.Server == "" {
@@ -263,7 +279,7 @@ func evolveConfig(s State, p *events.ConfigObserved) State {
 	seen := make(map[string]bool, len(p.Servers))
 	for _, c := range p.Servers {
 		seen[c.Name] = true
-		srv, ok := s.Servers[c.Name]
+		srv, ok := s.get(c.Name)
 		if !ok || !srv.InConfig && srv.Phase == events.StateStopped {
 			if !ok {
 				srv = Server{Name: c.Name, Phase: events.StateConfiguring}
@@ -276,13 +292,14 @@ func evolveConfig(s State, p *events.ConfigObserved) State {
 			}
 		}
 		srv.Config, srv.InConfig = c, true
-		s.Servers[c.Name] = srv
+		s.put(c.Name, srv)
 	}
 	//determinism: each iteration writes only its own key
 	for name, srv := range s.Servers {
 		if !seen[name] && srv.InConfig {
-			srv.InConfig = false
-			s.Servers[name] = srv
+			c := *srv
+			c.InConfig = false
+			s.Servers[name] = &c
 		}
 	}
 	return s
