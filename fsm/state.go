@@ -104,7 +104,7 @@ type State struct {
 	Config    events.ConfigObserved
 	HasConfig bool
 	Servers   map[string]*Server // values are never modified in place: see put
-	LastTimer uint64 // the last timer ID scheduled; IDs start at 1
+	LastTimer uint64             // the last timer ID scheduled; IDs start at 1
 	Stopping  bool
 }
 
