@@ -41,6 +41,7 @@ func benchProducers(b *testing.B, producers int) {
 	var left atomic.Int64
 	left.Store(int64(b.N))
 	var wg sync.WaitGroup
+	w0, c0 := store.WriteStats(j)
 	b.ResetTimer()
 	start := time.Now()
 	for i := range producers {
@@ -58,7 +59,18 @@ func benchProducers(b *testing.B, producers int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	w1, c1 := store.WriteStats(j)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	reportCommits(b, w1-w0, int64(c1-c0))
+}
+
+// reportCommits reports events and page writes (data and meta pages, as
+// counted by bbolt's TxStats) per commit.
+func reportCommits(b *testing.B, writes, commits int64) {
+	if commits > 0 {
+		b.ReportMetric(float64(b.N)/float64(commits), "events/commit")
+		b.ReportMetric(float64(writes)/float64(commits), "pages/commit")
+	}
 }
 
 // benchRaw appends pre-built records of the same events straight into one
@@ -76,9 +88,12 @@ func benchRaw(b *testing.B, perTx int) {
 	enc := events.NewEncoder()
 	sid := events.NewID()
 	var arena []byte
+	st := db.Stats()
+	w0, commits := st.TxStats.GetWrite(), int64(0)
 	b.ResetTimer()
 	start := time.Now()
 	for seq := 0; seq < b.N; {
+		commits++
 		err := db.Update(func(tx *bolt.Tx) error {
 			bk := tx.Bucket(name)
 			bk.FillPercent = 1.0
@@ -107,62 +122,81 @@ func benchRaw(b *testing.B, perTx int) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	st = db.Stats()
+	reportCommits(b, st.TxStats.GetWrite()-w0, commits)
 }
 
 // replayEvents is the size of BenchmarkReplay's journal.
 const replayEvents = 200_000
 
-var replay struct {
+// fixture is a journal built once per test binary.
+type fixture struct {
 	once sync.Once
 	dir  string
+	sids []uuid.UUID
 	err  error
 }
 
-// replayJournal builds, once per test binary, a journal of replayEvents
-// events: 64 sessions interleaved in appends of 50 events, NoSync.
-func replayJournal(b *testing.B) string {
-	replay.once.Do(func() {
-		if replay.dir, replay.err = os.MkdirTemp("", "store-replay-"); replay.err != nil {
+var (
+	replay      fixture // 64 sessions, appends of 50 events in turn
+	interleaved fixture // 64 sessions, appends of one event in turn
+)
+
+// build makes f's journal of replayEvents events: 64 sessions taking turns
+// in appends of perAppend events, NoSync. Each round of 64 appends is
+// submitted at once, so the writer commits it in one transaction.
+func (f *fixture) build(b *testing.B, perAppend int) string {
+	f.once.Do(func() {
+		if f.dir, f.err = os.MkdirTemp("", "store-bench-"); f.err != nil {
 			return
 		}
-		j, err := store.Open(filepath.Join(replay.dir, "journal.db"), &store.Options{NoSync: true})
+		j, err := store.Open(filepath.Join(f.dir, "journal.db"), &store.Options{NoSync: true})
 		if err != nil {
-			replay.err = err
+			f.err = err
 			return
 		}
 		defer j.Close()
-		sids := make([]uuid.UUID, 64)
-		for i := range sids {
-			sids[i] = events.NewID()
+		f.sids = make([]uuid.UUID, 64)
+		for i := range f.sids {
+			f.sids[i] = events.NewID()
 		}
-		evs := make([]events.Event, 50)
-		for n := 0; n < replayEvents; n += len(evs) {
-			i := (n / len(evs)) % len(sids)
-			for k := range evs {
-				evs[k] = storetest.Event("server-"+strconv.Itoa(i), n+k, testTime.Add(time.Duration(n+k)*time.Millisecond))
+		pend := make([]*store.Pending, 0, len(f.sids))
+		for n := 0; n < replayEvents; {
+			pend = pend[:0]
+			for i := 0; i < len(f.sids) && n < replayEvents; i++ {
+				evs := make([]events.Event, perAppend)
+				for k := range evs {
+					evs[k] = storetest.Event("server-"+strconv.Itoa(i), n+k, testTime.Add(time.Duration(n+k)*time.Millisecond))
+				}
+				pend = append(pend, j.Submit(f.sids[i], store.Any, evs))
+				n += perAppend
 			}
-			if _, err := j.Append(context.Background(), sids[i], store.Any, evs); err != nil {
-				replay.err = err
-				return
+			for _, p := range pend {
+				if _, err := p.Wait(context.Background()); err != nil {
+					f.err = err
+					return
+				}
 			}
 		}
 	})
-	if replay.err != nil {
-		b.Fatal(replay.err)
+	if f.err != nil {
+		b.Fatal(f.err)
 	}
-	return filepath.Join(replay.dir, "journal.db")
+	return filepath.Join(f.dir, "journal.db")
 }
 
 func cleanupReplay() {
-	if replay.dir != "" {
-		os.RemoveAll(replay.dir)
+	for _, f := range []*fixture{&replay, &interleaved} {
+		if f.dir != "" {
+			os.RemoveAll(f.dir)
+		}
 	}
 }
 
 // BenchmarkReplay measures a full ReadAll (global order, decode of every
 // event) of a journal of 200,000 events, warm.
 func BenchmarkReplay(b *testing.B) {
-	path := replayJournal(b)
+	path := replay.build(b, 50)
 	j, err := store.Open(path, &store.Options{ReadOnly: true})
 	if err != nil {
 		b.Fatal(err)
@@ -184,4 +218,45 @@ func BenchmarkReplay(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*replayEvents)/elapsed.Seconds(), "events/s")
+}
+
+// BenchmarkReadSession measures ReadSession of each of the 64 sessions of
+// a 200,000-event journal in turn (about 3,125 events each), warm: sessions
+// that took turns in appends of 50 events (BenchmarkReplay's journal), and
+// in appends of one event, where no two consecutive events of a session
+// are stored next to each other.
+func BenchmarkReadSession(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		f         *fixture
+		perAppend int
+	}{{"append=50", &replay, 50}, {"append=1", &interleaved, 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			path := c.f.build(b, c.perAppend)
+			j, err := store.Open(path, &store.Options{ReadOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer j.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			start, total := time.Now(), 0
+			for i := range b.N {
+				sid := c.f.sids[i%len(c.f.sids)]
+				n := 0
+				if err := j.ReadSession(ctx, sid, 1, func(events.Event) error { n++; return nil }); err != nil {
+					b.Fatal(err)
+				}
+				if n < replayEvents/len(c.f.sids)-c.perAppend {
+					b.Fatalf("read %d events, want about %d", n, replayEvents/len(c.f.sids))
+				}
+				total += n
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
+			b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N), "µs/session")
+		})
+	}
 }

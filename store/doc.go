@@ -1,6 +1,6 @@
 // Package store is mcpledger's durable event journal: one bbolt file that
-// holds every session's events, a global log across sessions, a summary
-// and hash-chain head per session, and an index of event IDs.
+// holds every event in one global log, and per session a summary with its
+// hash-chain head and an index of where its events are in the log.
 // [MemJournal] is an in-memory twin for tests of other packages; both pass
 // the conformance suite in store/storetest.
 //
@@ -29,19 +29,47 @@
 // An Append whose events all carry IDs that are already stored in the
 // session, in the same order, is a retry: it appends nothing and returns
 // the original positions with Duplicate set. Give events IDs before the
-// first try (events.NewID) to make retries after a timeout safe.
+// first try (events.NewID) to make retries after a timeout safe. Retries
+// are recognised among the journal's last [RetryWindow] events (16,384):
+// the writer keeps their IDs in memory and rebuilds them from the end of
+// the log at Open, so nothing is written for them. An ID older than that
+// is not looked up: its retry is appended again, unless an Exact
+// expectation refuses it.
 //
-// # Layout
+// # Layout (format 2)
 //
 //	meta/format, meta/codec, meta/created   decimal versions, RFC 3339 time
-//	streams/<session 16B>/<seq 8B BE>       record (package events codec)
-//	log/<gpos 8B BE>                        session ‖ seq (24 bytes)
-//	heads/<session 16B>                     SessionInfo, fixed 73-byte binary
-//	ids/<event id 16B>                      session ‖ seq
+//	log/<gpos 8B BE>                        record (package events codec)
+//	sessions/<session 16B>                  head: summary, hash chain, open index segment
+//	index/<session 16B ‖ seq 8B BE>         sealed index segment, from seq on
 //
-// Seqs count from 1 per session; gpos counts from 1 over the whole file
-// (the log bucket's sequence). FillPercent is 1.0 on every bucket, the
-// freelist is a hashmap, and db.Batch is never used.
+// Records are stored once, in commit order, under their global position
+// (gpos, counted from 1 over the whole file; the log bucket's sequence is
+// the last one). A record names its own session, seq and gpos. A commit
+// appends its records at the right edge of log/ whatever sessions they
+// belong to, so the pages it writes do not grow with the number of
+// sessions in the batch, beyond the leaves of sessions/ holding their
+// heads.
+//
+// A head is fixed-size (210 bytes): a version byte; LastSeq, FirstGPos,
+// LastGPos, FirstTime and LastTime (8 bytes each, big endian); the 32-byte
+// hash-chain head; then the session's open index segment: the first seq
+// it covers (8 bytes), its length (1 byte) and up to 128 bytes of runs.
+//
+// A session's index is a list of runs: stretches of consecutive seqs
+// stored at consecutive gpos, each a pair of uvarints (the gap from the
+// end of the previous run, or the first gpos; the count). A session that
+// has the journal to itself is one run; interleaved sessions have about
+// one run per append. The runs since the last seal live in the head; when
+// they no longer fit, the writer moves them to index/ under the session
+// and their first seq, where they are never rewritten. ReadSession finds
+// the segment holding its first seq, then reads each run from log/ with a
+// cursor; ReadAll and Follow read log/ in order.
+//
+// FillPercent is 1.0 on log/ and sessions/ (both grow only at their right
+// edge, and heads never change size) and bbolt's default 0.5 on index/
+// (segments of many sessions interleave). The freelist is a hashmap, and
+// db.Batch is never used.
 //
 // # Concurrency
 //
@@ -67,12 +95,13 @@
 // # Invariants
 //
 //   - A session's seqs run gapless from 1; gpos runs gapless from 1 across
-//     the file, and every event's gpos is indexed in log/.
+//     the file, and the session's index points at every one of its
+//     events' gpos, in seq order.
 //   - Acknowledged means committed: bbolt commits atomically, so after a
 //     crash every acknowledged event is present and nothing is half-written.
-//   - Every record carries a CRC32C; heads/ carries the SHA-256 chain
+//   - Every record carries a CRC32C; each head carries the SHA-256 chain
 //     h_n = SHA-256(h_{n-1} ‖ record_n), h_0 = 32 zero bytes. Verify
-//     recomputes both.
+//     recomputes both, and checks every index against the records.
 //   - Errors from bbolt are translated at this boundary: callers check
 //     this package's sentinels and never import bbolt.
 package store

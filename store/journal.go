@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -55,8 +56,8 @@ const (
 const initialMmapSize = 1 << 30
 
 // Journal is the durable event journal: one bbolt file holding every
-// session's events, a global log across sessions, per-session heads with
-// a hash chain, and an index of event IDs. Open one with [Open].
+// session's events in one global log, and per session a head (summary
+// and hash chain) and an index into the log. Open one with [Open].
 type Journal struct {
 	db       *bolt.DB
 	path     string
@@ -82,6 +83,13 @@ type Journal struct {
 	// events, waking followers.
 	commitMu sync.Mutex
 	commits  chan struct{}
+
+	// commitN counts committed write transactions (for benchmarks).
+	commitN atomic.Uint64
+
+	// ids are the IDs of the last RetryWindow events, for retries; only
+	// the writer uses them.
+	ids *recentIDs
 }
 
 // Open opens the journal at path, creating the file (mode 0600) and its
@@ -145,6 +153,15 @@ func Open(path string, opts *Options) (*Journal, error) {
 	if o.ReadOnly {
 		close(j.writerDone)
 	} else {
+		j.ids = newRecentIDs(RetryWindow)
+		skipped := 0
+		if err := db.View(func(tx *bolt.Tx) error { skipped = j.ids.load(tx); return nil }); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("open %s: %w", path, translate(err))
+		}
+		if skipped > 0 {
+			j.log.Warn("records at the end of the journal fail their CRC; run verify", logKeyRecords, skipped)
+		}
 		go j.write() // owned by j: Close waits for writerDone
 	}
 	j.log.Info("journal opened", logKeyReadOnly, o.ReadOnly, logKeyNoSync, o.NoSync)
@@ -158,6 +175,7 @@ const (
 	logKeyNoSync   = "no_sync"
 	logKeyEvents   = "events"
 	logKeyRequests = "requests"
+	logKeyRecords  = "records"
 	logKeyError    = "err"
 )
 
@@ -179,7 +197,6 @@ func initMeta(db *bolt.DB, readOnly bool) error {
 			if err != nil {
 				return err
 			}
-			meta.FillPercent = fillPercent
 			for _, kv := range [][2][]byte{
 				{keyFormat, []byte(strconv.Itoa(FormatVersion))},
 				{keyCodec, []byte(strconv.Itoa(CodecVersion))},
@@ -189,12 +206,10 @@ func initMeta(db *bolt.DB, readOnly bool) error {
 					return err
 				}
 			}
-			for _, name := range [][]byte{bucketStreams, bucketLog, bucketHeads, bucketIDs} {
-				b, err := tx.CreateBucket(name)
-				if err != nil {
+			for _, name := range [][]byte{bucketLog, bucketSessions, bucketIndex} {
+				if _, err := tx.CreateBucket(name); err != nil {
 					return err
 				}
-				b.FillPercent = fillPercent
 			}
 		}
 		return check(tx)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -269,7 +270,7 @@ func TestNewerFormat(t *testing.T) {
 		err = db.Update(func(tx *bolt.Tx) error {
 			meta := tx.Bucket([]byte("meta"))
 			for _, k := range []string{"format", "codec"} {
-				v := "1"
+				v := strconv.Itoa(map[string]int{"format": store.FormatVersion, "codec": store.CodecVersion}[k])
 				if k == key {
 					v = "99"
 				}

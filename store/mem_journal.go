@@ -117,17 +117,12 @@ func (v memView) head(sid uuid.UUID) (SessionInfo, bool, error) {
 	return info, ok, nil
 }
 
-func (v memView) position(id uuid.UUID) (uuid.UUID, uint64, bool) {
+func (v memView) stored(id uuid.UUID) (uuid.UUID, uint64, []byte, bool, error) {
 	p, ok := v.m.ids[id]
-	return p.sid, p.seq, ok
-}
-
-func (v memView) record(sid uuid.UUID, seq uint64) []byte {
-	recs := v.m.streams[sid]
-	if seq == 0 || seq > uint64(len(recs)) {
-		return nil
+	if !ok {
+		return uuid.Nil, 0, nil, false, nil
 	}
-	return recs[seq-1]
+	return p.sid, p.seq, v.m.streams[p.sid][p.seq-1], true, nil
 }
 
 // Sessions is [Journal.Sessions] in memory.
@@ -234,29 +229,28 @@ func (m *MemJournal) Follow(ctx context.Context, fromGPos uint64, fn func(events
 func (m *MemJournal) Verify(ctx context.Context) (VerifyReport, error) {
 	var rep VerifyReport
 	err := m.locked(ctx, func() error {
-		idx := index{
-			log: func(gpos uint64) (uuid.UUID, uint64, bool) {
-				if gpos == 0 || gpos > uint64(len(m.log)) {
-					return uuid.Nil, 0, false
-				}
-				p := m.log[gpos-1]
-				return p.sid, p.seq, true
-			},
-			id: func(id uuid.UUID) (uuid.UUID, uint64, bool) {
-				p, ok := m.ids[id]
-				return p.sid, p.seq, ok
-			},
-		}
 		sids := make([]uuid.UUID, 0, len(m.streams))
 		for sid := range m.streams {
 			sids = append(sids, sid)
 		}
 		slices.SortFunc(sids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
 		chk := newChecker()
+		dec := events.NewDecoder()
 		for _, sid := range sids {
 			chk.reset(sid)
 			for i, rec := range m.streams[sid] {
-				if err := chk.record(uint64(i)+1, rec, idx); err != nil {
+				seq := uint64(i) + 1
+				e, err := decode(dec, sid, seq, 0, rec)
+				if err != nil {
+					return err
+				}
+				if e.GPos == 0 || e.GPos > uint64(len(m.log)) || m.log[e.GPos-1] != (memPos{sid, seq}) {
+					return &CorruptError{Session: sid, Seq: seq, GPos: e.GPos, Reason: "global log does not point at the record"}
+				}
+				if m.ids[e.ID] != (memPos{sid, seq}) {
+					return &CorruptError{Session: sid, Seq: seq, GPos: e.GPos, Reason: fmt.Sprintf("event id %s not indexed to the record", e.ID)}
+				}
+				if err := chk.record(e, rec); err != nil {
 					return err
 				}
 				rep.Events++

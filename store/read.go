@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -21,11 +22,11 @@ const readChunk = 512
 func (j *Journal) Sessions(ctx context.Context) ([]SessionInfo, error) {
 	var out []SessionInfo
 	err := j.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketHeads).ForEach(func(k, v []byte) error {
+		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
 			if len(k) != 16 {
-				return &CorruptError{Reason: fmt.Sprintf("heads key of %d bytes", len(k))}
+				return &CorruptError{Reason: fmt.Sprintf("sessions key of %d bytes", len(k))}
 			}
-			info, ok := parseHead(uuid.UUID(k), v)
+			info, ok := parseInfo(uuid.UUID(k), v)
 			if !ok {
 				return &CorruptError{Session: uuid.UUID(k), Reason: "undecodable head"}
 			}
@@ -43,12 +44,12 @@ func (j *Journal) Sessions(ctx context.Context) ([]SessionInfo, error) {
 func (j *Journal) Head(ctx context.Context, session uuid.UUID) (SessionInfo, error) {
 	var info SessionInfo
 	err := j.view(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketHeads).Get(session[:])
+		v := tx.Bucket(bucketSessions).Get(session[:])
 		if v == nil {
 			return ErrNotFound
 		}
 		var ok bool
-		if info, ok = parseHead(session, v); !ok {
+		if info, ok = parseInfo(session, v); !ok {
 			return &CorruptError{Session: session, Reason: "undecodable head"}
 		}
 		return nil
@@ -71,23 +72,36 @@ func (j *Journal) ReadSession(ctx context.Context, session uuid.UUID, fromSeq ui
 	return err
 }
 
-// fillSession reads a chunk of session's records in a read transaction.
+// fillSession reads a chunk of session's records in a read transaction:
+// it finds them through the session's index, then reads each run of them
+// from the log.
 func (j *Journal) fillSession(session uuid.UUID) fillFunc {
+	var h head
+	var sp []span
 	return func(ctx context.Context, c *chunk, next uint64) (uint64, error) {
 		err := j.view(ctx, func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketStreams).Bucket(session[:])
-			if b == nil {
+			ok, err := loadHead(tx.Bucket(bucketSessions), session, &h)
+			if err != nil {
+				return err
+			}
+			if !ok {
 				return ErrNotFound
 			}
-			cur := b.Cursor()
-			var kb [8]byte
-			for k, v := cur.Seek(itob(&kb, next)); k != nil && len(c.pos) < readChunk; k, v = cur.Next() {
-				seq, ok := btoi(k)
-				if !ok || v == nil {
-					return &CorruptError{Session: session, Reason: fmt.Sprintf("stray key %x in stream", k)}
+			if sp, err = spans(tx.Bucket(bucketIndex).Cursor(), &h, next, readChunk, sp[:0]); err != nil {
+				return err
+			}
+			cur := tx.Bucket(bucketLog).Cursor()
+			for _, s := range sp {
+				var kb [8]byte
+				k, v := cur.Seek(itob(&kb, s.gpos))
+				for i := range s.count {
+					if gpos, ok := btoi(k); !ok || gpos != s.gpos+i || v == nil {
+						return &CorruptError{Session: session, Seq: s.seq + i, GPos: s.gpos + i, Reason: "index points at a missing record"}
+					}
+					c.copyRec(recPos{sid: session, seq: s.seq + i, gpos: s.gpos + i}, v)
+					k, v = cur.Next()
 				}
-				c.copyRec(recPos{sid: session, seq: seq}, v)
-				next = seq + 1
+				next = s.seq + s.count
 			}
 			return nil
 		})
@@ -104,44 +118,20 @@ func (j *Journal) fillSession(session uuid.UUID) fillFunc {
 // reads decode on several goroutines, which end before ReadAll returns.
 func (j *Journal) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
 	_, err := scan(ctx, max(fromGPos, 1), true, j.fillLog, fn)
-	return err
+	return j.attribute(err)
 }
 
-// fillLog reads a chunk of the global log, and the records it points
-// at, in a read transaction.
+// fillLog reads a chunk of the global log in a read transaction.
 func (j *Journal) fillLog(ctx context.Context, c *chunk, next uint64) (uint64, error) {
 	err := j.view(ctx, func(tx *bolt.Tx) error {
-		streams := tx.Bucket(bucketStreams)
 		cur := tx.Bucket(bucketLog).Cursor()
 		var kb [8]byte
-		var last *streamCursor
-		var cursors map[uuid.UUID]*streamCursor
 		for k, v := cur.Seek(itob(&kb, next)); k != nil && len(c.pos) < readChunk; k, v = cur.Next() {
-			gpos, _ := btoi(k)
-			sid, seq, ok := parsePos(v)
-			if !ok {
-				return &CorruptError{GPos: gpos, Reason: "undecodable log entry"}
+			gpos, ok := btoi(k)
+			if !ok || gpos != next || v == nil {
+				return &CorruptError{GPos: next, Reason: fmt.Sprintf("global log gap: next key is %x", k)}
 			}
-			sc := last
-			if sc == nil || sc.sid != sid {
-				if sc = cursors[sid]; sc == nil {
-					b := streams.Bucket(sid[:])
-					if b == nil {
-						return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "log entry points at a missing session"}
-					}
-					sc = &streamCursor{sid: sid, c: b.Cursor()}
-					if cursors == nil {
-						cursors = make(map[uuid.UUID]*streamCursor)
-					}
-					cursors[sid] = sc
-				}
-				last = sc
-			}
-			rec := sc.get(seq)
-			if rec == nil {
-				return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "log entry points at a missing record"}
-			}
-			c.copyRec(recPos{sid: sid, seq: seq, gpos: gpos}, rec)
+			c.copyRec(recPos{gpos: gpos}, v)
 			next = gpos + 1
 		}
 		return nil
@@ -153,33 +143,24 @@ func (j *Journal) fillLog(ctx context.Context, c *chunk, next uint64) (uint64, e
 	return next, nil
 }
 
-// streamCursor reads one session's records, stepping forward when the
-// next seq wanted is the next key, which is the common case.
-type streamCursor struct {
-	sid uuid.UUID
-	c   *bolt.Cursor
-	seq uint64 // seq the cursor is on; 0 before the first read
-}
-
-func (s *streamCursor) get(seq uint64) []byte {
-	var k, v []byte
-	if s.seq != 0 && seq == s.seq+1 {
-		k, v = s.c.Next()
-	} else {
-		var kb [8]byte
-		k, v = s.c.Seek(itob(&kb, seq))
+// attribute fills in the session and seq of a *CorruptError found through
+// the global log, where the damaged record cannot say whose it is: the
+// sessions' indexes do.
+func (j *Journal) attribute(err error) error {
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Session != uuid.Nil || ce.GPos == 0 {
+		return err
 	}
-	got, ok := btoi(k)
-	if !ok || got != seq {
-		s.seq = 0
+	_ = j.db.View(func(tx *bolt.Tx) error {
+		ce.Session, ce.Seq, _ = locate(tx, ce.GPos)
 		return nil
-	}
-	s.seq = seq
-	return v
+	})
+	return err
 }
 
-// decode decodes the record stored at (sid, seq) and checks that it
-// says so. gpos is checked when non-zero.
+// decode decodes the record stored at (sid, seq, gpos) and checks that it
+// says so. sid and seq are checked when known (non-zero), gpos when
+// non-zero.
 func decode(dec *events.Decoder, sid uuid.UUID, seq, gpos uint64, rec []byte) (events.Event, error) {
 	e, err := dec.Decode(rec) // checks the CRC first
 	if err != nil {
@@ -188,7 +169,7 @@ func decode(dec *events.Decoder, sid uuid.UUID, seq, gpos uint64, rec []byte) (e
 		}
 		return e, &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "undecodable record", Err: err}
 	}
-	if e.Session != sid || e.Seq != seq || (gpos != 0 && e.GPos != gpos) {
+	if (sid != uuid.Nil && (e.Session != sid || e.Seq != seq)) || (gpos != 0 && e.GPos != gpos) {
 		return e, &CorruptError{Session: sid, Seq: seq, GPos: gpos,
 			Reason: fmt.Sprintf("record says session %s seq %d gpos %d", e.Session, e.Seq, e.GPos)}
 	}
@@ -207,7 +188,7 @@ func (j *Journal) Follow(ctx context.Context, fromGPos uint64, fn func(events.Ev
 		wake := j.committed() // taken before reading, so no commit is missed
 		var err error
 		if next, err = scan(ctx, next, true, j.fillLog, fn); err != nil {
-			return err
+			return j.attribute(err)
 		}
 		select {
 		case <-wake:

@@ -21,8 +21,8 @@ type chunk struct {
 	done chan struct{}
 }
 
-// recPos is where a record was found: its session, seq and, when read
-// through the global log, gpos (else 0).
+// recPos is where a record was found: its gpos and, when read through a
+// session's index, its session and seq (else zero: the record says).
 type recPos struct {
 	sid       uuid.UUID
 	seq, gpos uint64
@@ -97,13 +97,16 @@ func (c *chunk) deliver(fn func(events.Event) error, next *uint64, byGPos bool) 
 // before scan returns. It returns the position after the last event
 // delivered.
 func scan(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(events.Event) error) (uint64, error) {
-	c := &chunk{}
+	c := getChunk()
+	defer putChunk(c)
 	c.reset()
 	after, err := fill(ctx, c, next)
 	if err != nil {
 		return next, err
 	}
-	c.decode(events.NewDecoder())
+	dec := decoders.Get().(*events.Decoder)
+	c.decode(dec)
+	decoders.Put(dec)
 	if err := c.deliver(fn, &next, byGPos); err != nil {
 		return next, err
 	}
@@ -113,19 +116,52 @@ func scan(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(
 	return scanParallel(ctx, after, byGPos, fill, fn)
 }
 
+// Chunks and decoders are pooled across reads: a chunk's buffers grow to
+// a few hundred kilobytes, and a decoder keeps its table of interned
+// strings. Events never alias a chunk (events.Decoder copies), so a chunk
+// is reusable once its events are delivered.
+var (
+	chunks   = sync.Pool{New: func() any { return new(chunk) }}
+	decoders = sync.Pool{New: func() any { return events.NewDecoder() }}
+)
+
+// maxPooledChunk is the largest chunk buffer kept for reuse.
+const maxPooledChunk = 4 << 20
+
+func getChunk() *chunk { return chunks.Get().(*chunk) }
+
+func putChunk(c *chunk) {
+	if cap(c.data) > maxPooledChunk {
+		return
+	}
+	clear(c.evs) // drop the payloads
+	clear(c.recs)
+	c.evs, c.recs, c.err = c.evs[:0], c.recs[:0], nil
+	chunks.Put(c)
+}
+
 func scanParallel(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(events.Event) error) (uint64, error) {
 	workers := runtime.GOMAXPROCS(0)
+	inflight := workers + 1
+	all := make([]*chunk, inflight+2)
+	for i := range all {
+		all[i] = getChunk()
+	}
+	defer func() { // runs last, once no goroutine below holds a chunk
+		for _, c := range all {
+			putChunk(c)
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait() // runs after cancel: every goroutine below ends
 	defer cancel()
 
-	inflight := workers + 1
 	order := make(chan *chunk, inflight) // chunks in read order, to the caller
 	work := make(chan *chunk, inflight)  // the same chunks, to the decoders
-	free := make(chan *chunk, inflight+2)
-	for range inflight + 2 {
-		free <- &chunk{}
+	free := make(chan *chunk, len(all))
+	for _, c := range all {
+		free <- c
 	}
 	wg.Go(func() { // the reader: fills chunks until the end, an error or cancel
 		defer close(order)
@@ -164,7 +200,8 @@ func scanParallel(ctx context.Context, next uint64, byGPos bool, fill fillFunc, 
 	})
 	for range workers {
 		wg.Go(func() { // a decoder: ends when the reader closes work
-			dec := events.NewDecoder()
+			dec := decoders.Get().(*events.Decoder)
+			defer decoders.Put(dec)
 			for c := range work {
 				c.decode(dec)
 				close(c.done)

@@ -6,8 +6,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// SessionInfo summarises one session (stream) as kept in heads/. It is
-// updated in the same transaction as the session's events.
+// SessionInfo summarises one session (stream) as kept in its head in
+// sessions/. It is updated in the same transaction as the session's
+// events.
 type SessionInfo struct {
 	// Session is the session ID (a UUIDv7, so ID order is start order).
 	Session uuid.UUID
@@ -24,26 +25,57 @@ type SessionInfo struct {
 	Head [32]byte
 }
 
-// headVersion is the first byte of an encoded SessionInfo.
-const headVersion = 1
+// head is a session's head as stored in sessions/: its summary and the
+// open segment of its index (see index.go).
+type head struct {
+	info SessionInfo
+	// openSeq is the first seq of the open segment: the seqs before it
+	// are in sealed segments in index/.
+	openSeq uint64
+	// runs are where seqs openSeq..info.LastSeq are in log/.
+	runs []run
+}
 
-// headLen is the length of an encoded SessionInfo: version, five uint64s
-// and the chain head. The session ID is the key.
-const headLen = 1 + 5*8 + 32
+// headVersion is the first byte of an encoded head.
+const headVersion = 2
 
-// appendHead appends the fixed binary encoding of s to dst.
-func appendHead(dst []byte, s *SessionInfo) []byte {
+// Encoded head: version, five uint64s, the chain head, openSeq, the
+// length of the encoded open runs and room for them. The size is fixed so
+// that rewriting a head never grows its leaf (sessions/ is filled to 100 %).
+const (
+	headFixedLen = 1 + 5*8 + 32 + 8 + 1
+	runsCap      = 128
+	headLen      = headFixedLen + runsCap
+)
+
+// appendHead appends the fixed-size encoding of h to dst. The runs must
+// fit in runsCap bytes (see fitsHead).
+func appendHead(dst []byte, h *head) []byte {
+	s := &h.info
+	start := len(dst)
 	dst = append(dst, headVersion)
 	dst = binary.BigEndian.AppendUint64(dst, s.LastSeq)
 	dst = binary.BigEndian.AppendUint64(dst, s.FirstGPos)
 	dst = binary.BigEndian.AppendUint64(dst, s.LastGPos)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(s.FirstTime))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(s.LastTime))
-	return append(dst, s.Head[:]...)
+	dst = append(dst, s.Head[:]...)
+	dst = binary.BigEndian.AppendUint64(dst, h.openSeq)
+	lenAt := len(dst)
+	dst = appendRuns(append(dst, 0), h.runs)
+	dst[lenAt] = byte(len(dst) - lenAt - 1)
+	for len(dst)-start < headLen {
+		dst = append(dst, 0)
+	}
+	return dst
 }
 
-// parseHead decodes what appendHead wrote; ok is false for anything else.
-func parseHead(sid uuid.UUID, v []byte) (SessionInfo, bool) {
+// fitsHead reports whether runs fit in a head.
+func fitsHead(runs []run) bool { return runsLen(runs) <= runsCap }
+
+// parseInfo decodes the summary of an encoded head; ok is false for
+// anything appendHead did not write.
+func parseInfo(sid uuid.UUID, v []byte) (SessionInfo, bool) {
 	s := SessionInfo{Session: sid}
 	if len(v) != headLen || v[0] != headVersion {
 		return s, false
@@ -55,5 +87,22 @@ func parseHead(sid uuid.UUID, v []byte) (SessionInfo, bool) {
 	s.FirstTime = int64(binary.BigEndian.Uint64(v[24:]))
 	s.LastTime = int64(binary.BigEndian.Uint64(v[32:]))
 	copy(s.Head[:], v[40:])
-	return s, true
+	return s, s.LastSeq > 0
+}
+
+// parseHead decodes a whole head, appending its open runs to h.runs[:0].
+func parseHead(sid uuid.UUID, v []byte, h *head) bool {
+	info, ok := parseInfo(sid, v)
+	if !ok {
+		return false
+	}
+	h.info = info
+	h.openSeq = binary.BigEndian.Uint64(v[headFixedLen-9:])
+	n := int(v[headFixedLen-1])
+	if n > runsCap || h.openSeq == 0 || h.openSeq > info.LastSeq+1 {
+		return false
+	}
+	runs, ok := parseRuns(v[headFixedLen:headFixedLen+n], h.runs[:0])
+	h.runs = runs
+	return ok && runsEvents(runs) == info.LastSeq+1-h.openSeq
 }

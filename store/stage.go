@@ -16,10 +16,10 @@ import (
 type view interface {
 	// head returns the session's summary, and false if it has no events.
 	head(sid uuid.UUID) (SessionInfo, bool, error)
-	// position returns where the event with id is stored, if anywhere.
-	position(id uuid.UUID) (sid uuid.UUID, seq uint64, ok bool)
-	// record returns the stored record of (sid, seq), or nil.
-	record(sid uuid.UUID, seq uint64) []byte
+	// stored returns the session, seq and record of the stored event with
+	// id, if the backend finds it: the bbolt journal looks among the last
+	// RetryWindow events, the in-memory one among all.
+	stored(id uuid.UUID) (sid uuid.UUID, seq uint64, rec []byte, ok bool, err error)
 }
 
 // staged is one request validated against the current state, with its
@@ -77,7 +77,7 @@ func (s *stager) stage(v view, r *request, gpos uint64) (staged, error) {
 	out := staged{recs: make([][]byte, len(r.evs))}
 	for i := range r.evs {
 		e := &r.evs[i]
-		e.Session, e.Seq, e.GPos, e.V = sid, info.LastSeq+1, gpos+1, e.Kind.Version()
+		e.Session, e.Seq, e.GPos, e.V = sid, info.LastSeq+1, gpos+1, kindVersion(e.Kind)
 		start := len(s.arena)
 		if s.arena, err = s.enc.Append(s.arena, e); err != nil {
 			return staged{}, fmt.Errorf("%w: event %d: %w", ErrInvalid, i, err)
@@ -110,36 +110,35 @@ func (s *stager) chain(head *[32]byte, rec []byte) {
 // holds the original positions. Any other overlap is [ErrConflict].
 func (s *stager) duplicate(v view, r *request) (staged, bool, error) {
 	var first uint64
-	found := 0
+	var recs [][]byte
 	for i := range r.evs {
-		psid, pseq, ok := v.position(r.evs[i].ID)
+		psid, pseq, rec, ok, err := v.stored(r.evs[i].ID)
+		if err != nil {
+			return staged{}, false, err
+		}
 		if !ok {
 			continue
 		}
 		if psid != r.session {
 			return staged{}, false, fmt.Errorf("%w: event id %s is already in session %s", ErrConflict, r.evs[i].ID, psid)
 		}
-		if found == 0 {
+		if len(recs) == 0 {
 			first = pseq - uint64(i)
 		}
-		if found != i || pseq != first+uint64(i) {
+		if len(recs) != i || pseq != first+uint64(i) {
 			return staged{}, false, fmt.Errorf("%w: events overlap earlier events of session %s only in part", ErrConflict, r.session)
 		}
-		found++
+		recs = append(recs, rec)
 	}
-	if found == 0 {
+	if len(recs) == 0 {
 		return staged{}, false, nil
 	}
-	if found != len(r.evs) {
+	if len(recs) != len(r.evs) {
 		return staged{}, false, fmt.Errorf("%w: events overlap earlier events of session %s only in part", ErrConflict, r.session)
 	}
-	evs := make([]events.Event, len(r.evs))
-	for i := range evs {
+	evs := make([]events.Event, len(recs))
+	for i, rec := range recs {
 		seq := first + uint64(i)
-		rec := v.record(r.session, seq)
-		if rec == nil {
-			return staged{}, false, &CorruptError{Session: r.session, Seq: seq, Reason: "indexed event id has no record"}
-		}
 		e, err := s.dec.Decode(rec)
 		if err != nil {
 			return staged{}, false, &CorruptError{Session: r.session, Seq: seq, Reason: "undecodable record", Err: err}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"hash"
 
@@ -23,98 +24,151 @@ type VerifyReport struct {
 	LogEntries uint64
 }
 
-// Verify walks the whole journal in one read transaction and checks, per
-// session in ID order and per record in seq order: the record's CRC, that
-// it decodes, that seqs run gapless from 1, that the record names its own
-// session and seq, that its global position and event ID are indexed
-// back to it, and that the recomputed hash chain and summary equal the
-// session's head. It then checks that every head has a stream and that
-// the global log runs gapless from 1 to the number of events, each entry
-// pointing at a stored record. The first problem found is returned as a
-// [*CorruptError] (wrapping [ErrCorrupt]); the report counts what was
-// checked up to it.
+// Verify walks the whole journal in one read transaction. It reads the
+// global log in order and checks that it runs gapless from 1 to its
+// sequence, and for each record: its CRC, that it decodes, that it names
+// its own global position, that its session has a head, and that its seq
+// follows the session's previous one (seqs gapless from 1). When a
+// session's last event has been read it checks the session: the
+// recomputed hash chain and summary must equal its head, and its index
+// (sealed segments and open segment) must point at exactly the positions
+// its events were found at. Last, every head must have been reached and
+// every index segment must belong to a session. The first problem found
+// is returned as a [*CorruptError] (wrapping [ErrCorrupt]); the report
+// counts what was checked up to it: Sessions counts the sessions checked
+// whole.
 func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 	var rep VerifyReport
 	err := j.view(ctx, func(tx *bolt.Tx) error {
 		if err := checkMeta(tx); err != nil {
 			return err
 		}
-		streams, logB := tx.Bucket(bucketStreams), tx.Bucket(bucketLog)
-		heads, ids := tx.Bucket(bucketHeads), tx.Bucket(bucketIDs)
-		idx := index{
-			log: func(gpos uint64) (uuid.UUID, uint64, bool) {
-				var k [8]byte
-				return parsePos(logB.Get(itob(&k, gpos)))
-			},
-			id: func(id uuid.UUID) (uuid.UUID, uint64, bool) { return parsePos(ids.Get(id[:])) },
+		logB, sessions, index := tx.Bucket(bucketLog), tx.Bucket(bucketSessions), tx.Bucket(bucketIndex)
+		type session struct {
+			chk    *checker
+			stored head
+			runs   []run // where the records were found
 		}
-		chk := newChecker()
-		c := streams.Cursor()
+		open := map[uuid.UUID]*session{}
+		done := map[uuid.UUID]bool{}
+		dec := events.NewDecoder()
+		c := logB.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if v != nil || len(k) != 16 {
-				return &CorruptError{Reason: fmt.Sprintf("stray key %x in streams", k)}
-			}
-			sid := uuid.UUID(k)
-			chk.reset(sid)
-			sc := streams.Bucket(k).Cursor()
-			for sk, sv := sc.First(); sk != nil; sk, sv = sc.Next() {
-				seq, ok := btoi(sk)
-				if !ok || sv == nil {
-					return &CorruptError{Session: sid, Reason: fmt.Sprintf("stray key %x in stream", sk)}
-				}
-				if err := chk.record(seq, sv, idx); err != nil {
+			if rep.LogEntries%1024 == 0 {
+				if err := ctx.Err(); err != nil {
 					return err
 				}
-				rep.Events++
 			}
-			hv := heads.Get(k)
-			head, ok := parseHead(sid, hv)
-			if err := chk.finish(head, hv != nil && ok); err != nil {
+			gpos, ok := btoi(k)
+			if !ok || gpos != rep.LogEntries+1 || v == nil {
+				return &CorruptError{GPos: rep.LogEntries + 1, Reason: fmt.Sprintf("global log gap: next key is %x", k)}
+			}
+			e, err := decode(dec, uuid.Nil, 0, gpos, v)
+			if err != nil {
+				var ce *CorruptError
+				if errors.As(err, &ce) {
+					ce.Session, ce.Seq, _ = locate(tx, gpos)
+				}
 				return err
 			}
+			s := open[e.Session]
+			if s == nil {
+				if done[e.Session] {
+					return &CorruptError{Session: e.Session, Seq: e.Seq, GPos: gpos, Reason: "record after the session's last seq"}
+				}
+				s = &session{chk: newChecker()}
+				s.chk.reset(e.Session)
+				ok, err := loadHead(sessions, e.Session, &s.stored)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return &CorruptError{Session: e.Session, Seq: e.Seq, GPos: gpos, Reason: "record of a session without a head"}
+				}
+				open[e.Session] = s
+			}
+			if err := s.chk.record(e, v); err != nil {
+				return err
+			}
+			s.runs = addRun(s.runs, gpos)
+			rep.Events++
+			rep.LogEntries++
+			if e.Seq < s.stored.info.LastSeq {
+				continue
+			}
+			if err := s.chk.finish(s.stored.info, true); err != nil {
+				return err
+			}
+			if err := checkIndex(index.Cursor(), &s.stored, s.runs); err != nil {
+				return err
+			}
+			delete(open, e.Session)
+			done[e.Session] = true
 			rep.Sessions++
 		}
-		err := heads.ForEach(func(k, _ []byte) error {
-			if len(k) != 16 || streams.Bucket(k) == nil {
-				return &CorruptError{Reason: fmt.Sprintf("head %x without a stream", k)}
+		if logB.Sequence() != rep.LogEntries {
+			return &CorruptError{Reason: fmt.Sprintf("global log has %d entries, its sequence says %d", rep.LogEntries, logB.Sequence())}
+		}
+		err := sessions.ForEach(func(k, v []byte) error {
+			sid := uuid.UUID(k)
+			if len(k) != 16 {
+				return &CorruptError{Reason: fmt.Sprintf("stray key %x in sessions", k)}
 			}
-			return nil
+			if done[sid] {
+				return nil
+			}
+			var h head
+			if !parseHead(sid, v, &h) {
+				return &CorruptError{Session: sid, Reason: "undecodable head"}
+			}
+			var have uint64
+			if s := open[sid]; s != nil {
+				have = s.chk.info.LastSeq
+			}
+			return &CorruptError{Session: sid, Seq: have + 1, Reason: fmt.Sprintf("head says %d events, the log holds %d", h.info.LastSeq, have)}
 		})
 		if err != nil {
 			return err
 		}
-		lc := logB.Cursor()
-		for k, v := lc.First(); k != nil; k, v = lc.Next() {
-			gpos, ok := btoi(k)
-			if !ok || gpos != rep.LogEntries+1 {
-				return &CorruptError{GPos: rep.LogEntries + 1, Reason: fmt.Sprintf("global log gap: next key is %x", k)}
+		return index.ForEach(func(k, _ []byte) error {
+			if sid, _, ok := parseIndexKey(k); !ok || !done[sid] {
+				return &CorruptError{Reason: fmt.Sprintf("index segment %x of no session", k)}
 			}
-			sid, seq, ok := parsePos(v)
-			if !ok {
-				return &CorruptError{GPos: gpos, Reason: "undecodable log entry"}
-			}
-			var kb [8]byte
-			if b := streams.Bucket(sid[:]); b == nil || b.Get(itob(&kb, seq)) == nil {
-				return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "log entry points at a missing record"}
-			}
-			rep.LogEntries++
-		}
-		if rep.LogEntries != rep.Events || logB.Sequence() != rep.Events {
-			return &CorruptError{Reason: fmt.Sprintf("global log has %d entries (sequence %d) for %d events",
-				rep.LogEntries, logB.Sequence(), rep.Events)}
-		}
-		if n := uint64(ids.Stats().KeyN); n != rep.Events {
-			return &CorruptError{Reason: fmt.Sprintf("id index has %d entries for %d events", n, rep.Events)}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
 	}
 	return rep, nil
+}
+
+// checkIndex checks that a session's index, its sealed segments and the
+// open segment of its head h, points at exactly the positions found.
+func checkIndex(c *bolt.Cursor, h *head, found []run) error {
+	sid := h.info.Session
+	var stored []run
+	seq := uint64(1)
+	var kb [indexKeyLen]byte
+	for k, v := c.Seek(indexKey(&kb, sid, 0)); ; k, v = c.Next() {
+		ksid, kseq, ok := parseIndexKey(k)
+		if !ok || ksid != sid {
+			break
+		}
+		n := len(stored)
+		var good bool
+		if stored, good = parseRuns(v, stored); !good || len(stored) == n || kseq != seq {
+			return &CorruptError{Session: sid, Seq: seq, Reason: fmt.Sprintf("index segment at seq %d is damaged or misplaced", kseq)}
+		}
+		seq += runsEvents(stored[n:])
+	}
+	if seq != h.openSeq {
+		return &CorruptError{Session: sid, Seq: seq, Reason: fmt.Sprintf("index segments end before seq %d, the open segment starts at %d", seq, h.openSeq)}
+	}
+	if !sameRuns(append(stored, h.runs...), found) {
+		return &CorruptError{Session: sid, Seq: h.info.LastSeq, Reason: "index does not point at the session's records"}
+	}
+	return nil
 }
 
 // checkMeta checks meta/format and meta/codec and the top-level buckets.
@@ -123,6 +177,7 @@ func checkMeta(tx *bolt.Tx) error {
 	if meta == nil {
 		return fmt.Errorf("%w: no meta bucket", ErrNotJournal)
 	}
+	var format uint64
 	for _, m := range []struct {
 		key []byte
 		max uint64
@@ -135,8 +190,14 @@ func checkMeta(tx *bolt.Tx) error {
 		if n > m.max {
 			return fmt.Errorf("%w: meta/%s is %d, this build reads up to %d", ErrNewerFormat, m.key, n, m.max)
 		}
+		if m.max == FormatVersion {
+			format = n
+		}
 	}
-	for _, name := range [][]byte{bucketStreams, bucketLog, bucketHeads, bucketIDs} {
+	if format < FormatVersion {
+		return fmt.Errorf("%w: meta/format is %d, an unreleased layout this build does not read (it reads %d)", ErrNotJournal, format, FormatVersion)
+	}
+	for _, name := range [][]byte{bucketLog, bucketSessions, bucketIndex} {
 		if tx.Bucket(name) == nil {
 			return fmt.Errorf("%w: no %s bucket", ErrNotJournal, name)
 		}
@@ -144,42 +205,25 @@ func checkMeta(tx *bolt.Tx) error {
 	return nil
 }
 
-// index looks up the global log and the event ID index.
-type index struct {
-	log func(gpos uint64) (uuid.UUID, uint64, bool)
-	id  func(id uuid.UUID) (uuid.UUID, uint64, bool)
-}
-
 // checker recomputes one session's summary from its records, checking
 // each on the way. Both backends' Verify use it.
 type checker struct {
-	dec  *events.Decoder
 	sum  hash.Hash
 	info SessionInfo
 }
 
-func newChecker() *checker { return &checker{dec: events.NewDecoder(), sum: sha256.New()} }
+func newChecker() *checker { return &checker{sum: sha256.New()} }
 
 func (c *checker) reset(sid uuid.UUID) { c.info = SessionInfo{Session: sid} }
 
-// record checks the record stored under seq.
-func (c *checker) record(seq uint64, rec []byte, idx index) error {
+// record checks e, decoded from rec, as the session's next event.
+func (c *checker) record(e events.Event, rec []byte) error {
 	sid := c.info.Session
-	if want := c.info.LastSeq + 1; seq != want {
-		return &CorruptError{Session: sid, Seq: want, Reason: fmt.Sprintf("seq gap: next stored seq is %d", seq)}
-	}
-	e, err := decode(c.dec, sid, seq, 0, rec)
-	if err != nil {
-		return err
+	if want := c.info.LastSeq + 1; e.Seq != want {
+		return &CorruptError{Session: sid, Seq: want, GPos: e.GPos, Reason: fmt.Sprintf("seq gap: next stored seq is %d", e.Seq)}
 	}
 	if e.GPos <= c.info.LastGPos {
-		return &CorruptError{Session: sid, Seq: seq, GPos: e.GPos, Reason: "global position not increasing"}
-	}
-	if lsid, lseq, ok := idx.log(e.GPos); !ok || lsid != sid || lseq != seq {
-		return &CorruptError{Session: sid, Seq: seq, GPos: e.GPos, Reason: "global log does not point at the record"}
-	}
-	if isid, iseq, ok := idx.id(e.ID); !ok || isid != sid || iseq != seq {
-		return &CorruptError{Session: sid, Seq: seq, GPos: e.GPos, Reason: fmt.Sprintf("event id %s not indexed to the record", e.ID)}
+		return &CorruptError{Session: sid, Seq: e.Seq, GPos: e.GPos, Reason: "global position not increasing"}
 	}
 	c.sum.Reset()
 	c.sum.Write(c.info.Head[:])
@@ -188,7 +232,7 @@ func (c *checker) record(seq uint64, rec []byte, idx index) error {
 	if c.info.FirstGPos == 0 {
 		c.info.FirstGPos, c.info.FirstTime = e.GPos, e.Time
 	}
-	c.info.LastSeq, c.info.LastGPos, c.info.LastTime = seq, e.GPos, e.Time
+	c.info.LastSeq, c.info.LastGPos, c.info.LastTime = e.Seq, e.GPos, e.Time
 	return nil
 }
 

@@ -86,6 +86,7 @@ func (j *Journal) enqueue(ctx context.Context, r *request) error {
 func (j *Journal) write() {
 	defer close(j.writerDone)
 	st := newStager()
+	w := newTxWriter(j.ids)
 	batch := make([]*request, 0, 64)
 	results := make([]staged, 0, 64)
 	errs := make([]error, 0, 64)
@@ -113,7 +114,7 @@ func (j *Journal) write() {
 			results = append(results, staged{})
 			errs = append(errs, nil)
 		}
-		stored, err := j.commit(st, batch, results, errs)
+		stored, err := j.commit(st, w, batch, results, errs)
 		if err != nil {
 			j.log.Error("commit", logKeyRequests, len(batch), logKeyEvents, n, logKeyError, err)
 		}
@@ -141,13 +142,12 @@ func (j *Journal) write() {
 // into errs and skip only that request; a non-nil error means the whole
 // transaction failed and nothing was stored. It returns the number of
 // events stored.
-func (j *Journal) commit(st *stager, batch []*request, results []staged, errs []error) (int, error) {
+func (j *Journal) commit(st *stager, w *txWriter, batch []*request, results []staged, errs []error) (int, error) {
 	stored := 0
 	err := j.db.Update(func(tx *bolt.Tx) error {
 		st.arena = st.arena[:0]
 		stored = 0
-		w, err := newTxWriter(tx)
-		if err != nil {
+		if err := w.begin(tx); err != nil {
 			return err
 		}
 		gpos := w.log.Sequence()
@@ -161,7 +161,7 @@ func (j *Journal) commit(st *stager, batch []*request, results []staged, errs []
 			if s.res.Duplicate {
 				continue
 			}
-			if err := w.put(st, r, &s); err != nil {
+			if err := w.put(r, &s); err != nil {
 				return err
 			}
 			gpos = s.res.LastGPos
@@ -170,11 +170,17 @@ func (j *Journal) commit(st *stager, batch []*request, results []staged, errs []
 		if stored == 0 {
 			return nil
 		}
+		if err := w.flush(st); err != nil {
+			return err
+		}
 		return w.log.SetSequence(gpos)
 	})
 	if err != nil {
+		j.ids.abort()
 		return 0, fmt.Errorf("commit: %w", translate(err))
 	}
+	j.ids.commit()
+	j.commitN.Add(1)
 	return stored, nil
 }
 
@@ -193,85 +199,140 @@ func (j *Journal) committed() <-chan struct{} {
 	return j.commits
 }
 
-// txWriter is one write transaction's buckets. It implements view over
-// the transaction, so staging sees what earlier requests of the batch
-// wrote.
+// txWriter is one write transaction's buckets and the heads of the
+// sessions it touched. It implements view over the transaction, so
+// staging sees what earlier requests of the batch wrote; heads are
+// written once per transaction, by flush.
 type txWriter struct {
-	streams, log, heads, ids *bolt.Bucket
-	// the last stream bucket used, since batches often repeat a session
-	sid    uuid.UUID
-	stream *bolt.Bucket
+	log, sessions, index *bolt.Bucket
+	ids                  *recentIDs
+	dec                  *events.Decoder
+	heads                map[uuid.UUID]*txHead // sessions read or written in this transaction
+	dirty                []*txHead             // those written, in first-write order
+	free                 []*txHead
 }
 
-func newTxWriter(tx *bolt.Tx) (*txWriter, error) {
-	w := &txWriter{streams: tx.Bucket(bucketStreams), log: tx.Bucket(bucketLog),
-		heads: tx.Bucket(bucketHeads), ids: tx.Bucket(bucketIDs)}
-	if w.streams == nil || w.log == nil || w.heads == nil || w.ids == nil {
-		return nil, fmt.Errorf("%w: missing top-level bucket", ErrNotJournal)
+// txHead is a session's head as the transaction has it.
+type txHead struct {
+	head
+	exists, dirty bool
+}
+
+func newTxWriter(ids *recentIDs) *txWriter {
+	return &txWriter{ids: ids, dec: events.NewDecoder(), heads: make(map[uuid.UUID]*txHead)}
+}
+
+// begin starts a transaction: it finds the buckets and forgets the
+// previous transaction's heads.
+func (w *txWriter) begin(tx *bolt.Tx) error {
+	w.log, w.sessions, w.index = tx.Bucket(bucketLog), tx.Bucket(bucketSessions), tx.Bucket(bucketIndex)
+	if w.log == nil || w.sessions == nil || w.index == nil {
+		return fmt.Errorf("%w: missing top-level bucket", ErrNotJournal)
 	}
 	// FillPercent is not persisted: set it in every transaction.
-	for _, b := range []*bolt.Bucket{w.streams, w.log, w.heads, w.ids} {
-		b.FillPercent = fillPercent
+	w.log.FillPercent, w.sessions.FillPercent, w.index.FillPercent = fillLog, fillSessions, fillIndex
+	for _, h := range w.heads {
+		w.free = append(w.free, h)
 	}
-	return w, nil
+	clear(w.heads)
+	w.dirty = w.dirty[:0]
+	return nil
+}
+
+// load returns the session's head as this transaction has it.
+func (w *txWriter) load(sid uuid.UUID) (*txHead, error) {
+	if h, ok := w.heads[sid]; ok {
+		return h, nil
+	}
+	var h *txHead
+	if n := len(w.free); n > 0 {
+		h, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		h = &txHead{}
+	}
+	runs := h.runs[:0]
+	*h = txHead{head: head{runs: runs}}
+	ok, err := loadHead(w.sessions, sid, &h.head)
+	if err != nil {
+		w.free = append(w.free, h)
+		return nil, err
+	}
+	if !ok {
+		h.info, h.openSeq = SessionInfo{Session: sid}, 1
+	}
+	h.exists = ok
+	w.heads[sid] = h
+	return h, nil
 }
 
 func (w *txWriter) head(sid uuid.UUID) (SessionInfo, bool, error) {
-	v := w.heads.Get(sid[:])
-	if v == nil {
-		return SessionInfo{Session: sid}, false, nil
+	h, err := w.load(sid)
+	if err != nil {
+		return SessionInfo{Session: sid}, false, err
 	}
-	info, ok := parseHead(sid, v)
+	return h.info, h.exists, nil
+}
+
+func (w *txWriter) stored(id uuid.UUID) (uuid.UUID, uint64, []byte, bool, error) {
+	gpos, ok := w.ids.lookup(id)
 	if !ok {
-		return info, false, &CorruptError{Session: sid, Reason: "undecodable head"}
-	}
-	return info, true, nil
-}
-
-func (w *txWriter) position(id uuid.UUID) (uuid.UUID, uint64, bool) {
-	return parsePos(w.ids.Get(id[:]))
-}
-
-func (w *txWriter) record(sid uuid.UUID, seq uint64) []byte {
-	b := w.streams.Bucket(sid[:])
-	if b == nil {
-		return nil
+		return uuid.Nil, 0, nil, false, nil
 	}
 	var k [8]byte
-	return b.Get(itob(&k, seq))
+	rec := w.log.Get(itob(&k, gpos))
+	if rec == nil {
+		return uuid.Nil, 0, nil, false, &CorruptError{GPos: gpos, Reason: "a recent event's record is missing"}
+	}
+	e, err := w.dec.DecodeHeader(rec)
+	if err != nil {
+		return uuid.Nil, 0, nil, false, &CorruptError{GPos: gpos, Reason: "undecodable record", Err: err}
+	}
+	return e.Session, e.Seq, rec, true, nil
 }
 
-// put writes a staged append: its records, log and id entries, and the
-// session's head. Every value comes from the stager's arena and so stays
+// put writes a staged append's records to log/ and notes them in the
+// session's head. Every record comes from the stager's arena and so stays
 // valid until the commit.
-func (w *txWriter) put(st *stager, r *request, s *staged) error {
-	if w.stream == nil || w.sid != r.session {
-		b, err := w.streams.CreateBucketIfNotExists(r.session[:])
-		if err != nil {
-			return fmt.Errorf("stream bucket: %w", err)
-		}
-		b.FillPercent = fillPercent
-		w.sid, w.stream = r.session, b
+func (w *txWriter) put(r *request, s *staged) error {
+	h, err := w.load(r.session)
+	if err != nil {
+		return err
 	}
 	var k [8]byte
 	for i, rec := range s.recs {
 		e := &r.evs[i]
-		if err := w.stream.Put(itob(&k, e.Seq), rec); err != nil {
+		if err := w.log.Put(itob(&k, e.GPos), rec); err != nil {
 			return fmt.Errorf("put record: %w", err)
 		}
-		pos := st.alloc(posLen)
-		putPos(pos, r.session, e.Seq)
-		if err := w.log.Put(itob(&k, e.GPos), pos); err != nil {
-			return fmt.Errorf("put log entry: %w", err)
-		}
-		if err := w.ids.Put(e.ID[:], pos); err != nil {
-			return fmt.Errorf("put id: %w", err)
-		}
+		h.runs = addRun(h.runs, e.GPos)
+		w.ids.add(e.ID, e.GPos)
 	}
-	head := st.alloc(headLen)
-	appendHead(head[:0], &s.info)
-	if err := w.heads.Put(r.session[:], head); err != nil {
-		return fmt.Errorf("put head: %w", err)
+	h.info, h.exists = s.info, true
+	if !h.dirty {
+		h.dirty = true
+		w.dirty = append(w.dirty, h)
+	}
+	return nil
+}
+
+// flush writes the head of every session the transaction appended to,
+// first sealing its open index segment into index/ if the segment no
+// longer fits in the head.
+func (w *txWriter) flush(st *stager) error {
+	for _, h := range w.dirty {
+		sid := h.info.Session
+		if !fitsHead(h.runs) {
+			var kb [indexKeyLen]byte
+			seg := appendRuns(st.alloc(runsLen(h.runs))[:0], h.runs)
+			if err := w.index.Put(indexKey(&kb, sid, h.openSeq), seg); err != nil {
+				return fmt.Errorf("put index segment: %w", err)
+			}
+			h.openSeq, h.runs = h.info.LastSeq+1, h.runs[:0]
+		}
+		v := appendHead(st.alloc(headLen)[:0], &h.head)
+		if err := w.sessions.Put(sid[:], v); err != nil {
+			return fmt.Errorf("put head: %w", err)
+		}
 	}
 	return nil
 }

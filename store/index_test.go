@@ -1,0 +1,335 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+var t0 = time.Date(2025, 5, 7, 14, 2, 0, 0, time.UTC)
+
+func ev(server string, n int) events.Event {
+	return events.New(t0.Add(time.Duration(n)*time.Millisecond), server, &events.PingFailed{Attempt: n, Consecutive: 1})
+}
+
+func TestRunsEncoding(t *testing.T) {
+	for _, runs := range [][]run{
+		nil,
+		{{1, 1}},
+		{{1, 5}, {7, 1}, {9, 300}, {1 << 40, 2}, {1<<40 + 3, 1 << 33}},
+	} {
+		b := appendRuns(nil, runs)
+		if len(b) != runsLen(runs) {
+			t.Errorf("runsLen = %d, encoding has %d bytes", runsLen(runs), len(b))
+		}
+		got, ok := parseRuns(b, nil)
+		if !ok || !slices.Equal(got, runs) {
+			t.Errorf("parseRuns(appendRuns(%v)) = %v, %v", runs, got, ok)
+		}
+	}
+	for name, b := range map[string][]byte{
+		"zero count":   {1, 0},
+		"touching":     {1, 2, 0, 1},
+		"truncated":    {1},
+		"bad varint":   {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1},
+		"zero first":   {0, 1},
+		"overflowing":  {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02, 1},
+		"gpos wraps 2": {0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x05},
+	} {
+		if runs, ok := parseRuns(b, nil); ok {
+			t.Errorf("%s: parseRuns(%x) = %v, want failure", name, b, runs)
+		}
+	}
+	if runs := addRun(addRun(addRun(nil, 3), 4), 6); !slices.Equal(runs, []run{{3, 2}, {6, 1}}) {
+		t.Errorf("addRun: %v", runs)
+	}
+}
+
+func TestHeadEncoding(t *testing.T) {
+	sid := events.NewID()
+	h := head{info: SessionInfo{Session: sid, LastSeq: 9, FirstGPos: 3, LastGPos: 40, FirstTime: -5, LastTime: 7, Head: [32]byte{1, 2, 3}},
+		openSeq: 6, runs: []run{{30, 2}, {38, 2}}}
+	b := appendHead(nil, &h)
+	if len(b) != headLen {
+		t.Fatalf("head is %d bytes, want %d", len(b), headLen)
+	}
+	var got head
+	if !parseHead(sid, b, &got) || got.info != h.info || got.openSeq != 6 || !slices.Equal(got.runs, h.runs) {
+		t.Fatalf("parseHead = %+v", got)
+	}
+	if info, ok := parseInfo(sid, b); !ok || info != h.info {
+		t.Fatalf("parseInfo = %+v, %v", info, ok)
+	}
+	h.runs = h.runs[:1] // runs must cover openSeq..LastSeq
+	if parseHead(sid, appendHead(nil, &h), &got) {
+		t.Error("parseHead took a head whose runs miss events")
+	}
+	if parseHead(sid, b[:headLen-1], &got) {
+		t.Error("parseHead took a short head")
+	}
+	var many []run
+	for i := range 100 {
+		many = append(many, run{uint64(2*i + 1), 1})
+	}
+	if fitsHead(many) {
+		t.Error("100 runs fit in a head")
+	}
+}
+
+// interleave appends to n sessions in turn, one to five events per
+// append, so that every append starts a new run in its session's index
+// and segments get sealed. It returns each session's events as appended.
+func interleave(t *testing.T, j *Journal, n, perSession int) map[uuid.UUID][]events.Event {
+	t.Helper()
+	want := map[uuid.UUID][]events.Event{}
+	sids := make([]uuid.UUID, n)
+	for i := range sids {
+		sids[i] = events.NewID()
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	for left := n * perSession; left > 0; {
+		for i, sid := range sids {
+			k := len(want[sid])
+			evs := make([]events.Event, min(1+rng.IntN(5), perSession-k))
+			if len(evs) == 0 {
+				continue
+			}
+			for x := range evs {
+				evs[x] = ev("s"+strconv.Itoa(i), k+x)
+			}
+			res, err := j.Append(context.Background(), sid, Exact(uint64(k)), evs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[sid] = append(want[sid], res.Events...)
+			left -= len(evs)
+		}
+	}
+	return want
+}
+
+// TestIndexSegments reads interleaved sessions back from every kind of
+// starting seq: in a sealed segment, at a segment's first seq, in the
+// open segment, past the end.
+func TestIndexSegments(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := t.Context()
+	want := interleave(t, j, 8, 700)
+
+	var segs int
+	starts := map[uuid.UUID][]uint64{}
+	_ = j.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIndex).ForEach(func(k, _ []byte) error {
+			sid, seq, _ := parseIndexKey(k)
+			starts[sid] = append(starts[sid], seq)
+			segs++
+			return nil
+		})
+	})
+	if segs < 8*3 {
+		t.Fatalf("%d sealed index segments for 8 interleaved sessions of 700 events", segs)
+	}
+	for sid, evs := range want {
+		froms := []uint64{1, 2, 350, 699, 700, 701, 5000}
+		for _, s := range starts[sid] {
+			froms = append(froms, s-1, s, s+1)
+		}
+		for _, from := range froms {
+			var got []events.Event
+			if err := j.ReadSession(ctx, sid, from, func(e events.Event) error {
+				got = append(got, e)
+				return nil
+			}); err != nil {
+				t.Fatalf("ReadSession(%d): %v", from, err)
+			}
+			exp := evs[min(max(from, 1)-1, uint64(len(evs))):]
+			if len(got) != len(exp) {
+				t.Fatalf("ReadSession(%s, %d): %d events, want %d", sid, from, len(got), len(exp))
+			}
+			for i := range got {
+				if got[i].ID != exp[i].ID || got[i].Seq != exp[i].Seq || got[i].GPos != exp[i].GPos {
+					t.Fatalf("ReadSession(%d)[%d] = seq %d gpos %d, want seq %d gpos %d", from, i, got[i].Seq, got[i].GPos, exp[i].Seq, exp[i].GPos)
+				}
+			}
+		}
+	}
+	if rep, err := j.Verify(ctx); err != nil || rep.Sessions != 8 || rep.Events != 8*700 {
+		t.Fatalf("Verify = %+v, %v", rep, err)
+	}
+}
+
+// damage runs fn in a write transaction on the journal file at path.
+func damage(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyIndex: Verify finds an index that does not point at the
+// session's records, and reads report it.
+func TestVerifyIndex(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "j.db")
+	j, err := Open(src, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := interleave(t, j, 4, 300)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var sid uuid.UUID
+	for s := range want {
+		sid = s
+	}
+	firstSegment := func(tx *bolt.Tx) ([]byte, []byte) {
+		var kb [indexKeyLen]byte
+		k, v := tx.Bucket(bucketIndex).Cursor().Seek(indexKey(&kb, sid, 0))
+		if s, _, ok := parseIndexKey(k); !ok || s != sid {
+			t.Fatal("no sealed segment")
+		}
+		return k, v
+	}
+	for name, fn := range map[string]func(tx *bolt.Tx) error{
+		"segment deleted": func(tx *bolt.Tx) error {
+			k, _ := firstSegment(tx)
+			return tx.Bucket(bucketIndex).Delete(k)
+		},
+		"segment points elsewhere": func(tx *bolt.Tx) error {
+			k, v := firstSegment(tx)
+			runs, _ := parseRuns(v, nil)
+			runs[0].gpos++ // still one event each, but shifted
+			if len(runs) > 1 && runs[0].gpos+runs[0].count >= runs[1].gpos {
+				runs[0].gpos -= 2
+			}
+			return tx.Bucket(bucketIndex).Put(k, appendRuns(nil, runs))
+		},
+		"stray segment": func(tx *bolt.Tx) error {
+			var kb [indexKeyLen]byte
+			return tx.Bucket(bucketIndex).Put(indexKey(&kb, events.NewID(), 1), appendRuns(nil, []run{{1, 1}}))
+		},
+		"head lost": func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketSessions).Delete(sid[:])
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "j.db")
+			copyFile(t, src, path)
+			damage(t, path, fn)
+			j, err := Open(path, &Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			_, err = j.Verify(t.Context())
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Verify = %v, want ErrCorrupt", err)
+			}
+			t.Log(err)
+			if name == "stray segment" {
+				return
+			}
+			n := 0
+			err = j.ReadSession(t.Context(), sid, 1, func(e events.Event) error {
+				if e.Session != sid || e.Seq != uint64(n+1) {
+					t.Fatalf("ReadSession delivered %s seq %d at position %d", e.Session, e.Seq, n+1)
+				}
+				n++
+				return nil
+			})
+			if err == nil {
+				t.Fatalf("ReadSession of a damaged index delivered %d events and no error", n)
+			}
+		})
+	}
+}
+
+// TestRetryWindow: a retry is recognised while its events are among the
+// journal's last RetryWindow events, including after a reopen; beyond, an
+// append with old IDs and Exact fails on the version, not as a retry.
+func TestRetryWindow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	sid, other := events.NewID(), events.NewID()
+	first, err := j.Append(ctx, sid, NoStream, []events.Event{ev("a", 1), ev("a", 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := func(n int) {
+		for n > 0 {
+			evs := make([]events.Event, min(n, 1000))
+			for i := range evs {
+				evs[i] = ev("b", i)
+			}
+			if _, err := j.Append(ctx, other, Any, evs); err != nil {
+				t.Fatal(err)
+			}
+			n -= len(evs)
+		}
+	}
+	filler(RetryWindow - 2)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if j, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	res, err := j.Append(ctx, sid, Exact(0), first.Events)
+	if err != nil || !res.Duplicate || res.FirstGPos != 1 {
+		t.Fatalf("retry at the edge of the window = %+v, %v", res, err)
+	}
+	filler(1) // the window now starts at event 2
+	if res, err := j.Append(ctx, sid, Any, first.Events[1:]); err != nil || !res.Duplicate || res.FirstSeq != 2 {
+		t.Fatalf("retry of event 2, inside the window = %+v, %v", res, err)
+	}
+	if _, err := j.Append(ctx, sid, Any, first.Events); !errors.Is(err, ErrConflict) {
+		t.Fatalf("retry of events 1 and 2, only 2 in the window: %v, want ErrConflict", err)
+	}
+	if _, err := j.Append(ctx, sid, Exact(0), first.Events[:1]); !errors.Is(err, ErrConflict) {
+		t.Fatalf("retry of event 1, beyond the window, with Exact(0): %v, want ErrConflict", err)
+	}
+	// With Any, an event older than the window is appended again.
+	if res, err := j.Append(ctx, sid, Any, first.Events[:1]); err != nil || res.Duplicate || res.FirstSeq != 3 {
+		t.Fatalf("retry of event 1, beyond the window, with Any = %+v, %v", res, err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	db, err := bolt.Open(from, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.View(func(tx *bolt.Tx) error { return tx.CopyFile(to, 0o600) }); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// RetryWindow is how many of the journal's latest events a retry is
+// recognised among: an append whose event IDs are stored among them is a
+// retry (or, if they do not match a whole earlier append of the same
+// session, a conflict). The writer keeps their IDs in memory and rebuilds
+// the set from the end of log/ when the journal opens; nothing is written
+// for it. An event ID older than the window is not looked up.
+const RetryWindow = 1 << 14
+
+// recentIDs maps the IDs of the journal's last RetryWindow events to their
+// global positions. Only the writer goroutine uses it.
+type recentIDs struct {
+	size    int
+	gpos    map[uuid.UUID]uint64
+	ring    []idAt // committed IDs, oldest at next once full
+	next    int
+	pending []idAt // added by the transaction being built
+}
+
+type idAt struct {
+	id   uuid.UUID
+	gpos uint64
+}
+
+func newRecentIDs(size int) *recentIDs {
+	return &recentIDs{size: size, gpos: make(map[uuid.UUID]uint64, size)}
+}
+
+// lookup returns the global position of the event with id, if it is
+// among the recent ones (or added by the current transaction).
+func (w *recentIDs) lookup(id uuid.UUID) (uint64, bool) {
+	g, ok := w.gpos[id]
+	return g, ok
+}
+
+// add records id at gpos for the current transaction.
+func (w *recentIDs) add(id uuid.UUID, gpos uint64) {
+	w.gpos[id] = gpos
+	w.pending = append(w.pending, idAt{id, gpos})
+}
+
+// commit keeps the current transaction's IDs, forgetting the oldest ones
+// beyond the window.
+func (w *recentIDs) commit() {
+	for _, p := range w.pending {
+		if len(w.ring) < w.size {
+			w.ring = append(w.ring, p)
+			continue
+		}
+		old := w.ring[w.next]
+		if w.gpos[old.id] == old.gpos {
+			delete(w.gpos, old.id)
+		}
+		w.ring[w.next] = p
+		w.next = (w.next + 1) % w.size
+	}
+	w.pending = w.pending[:0]
+}
+
+// abort forgets the current transaction's IDs: it did not commit.
+func (w *recentIDs) abort() {
+	for _, p := range w.pending {
+		if w.gpos[p.id] == p.gpos {
+			delete(w.gpos, p.id)
+		}
+	}
+	w.pending = w.pending[:0]
+}
+
+// load fills w with the IDs of the last w.size records of log/. Records
+// that fail their CRC are skipped (reads and Verify report them) and
+// counted.
+func (w *recentIDs) load(tx *bolt.Tx) (skipped int) {
+	logB := tx.Bucket(bucketLog)
+	from := uint64(1)
+	if last := logB.Sequence(); last > uint64(w.size) {
+		from = last - uint64(w.size) + 1
+	}
+	dec := events.NewDecoder()
+	c := logB.Cursor()
+	var kb [8]byte
+	for k, v := c.Seek(itob(&kb, from)); k != nil; k, v = c.Next() {
+		gpos, _ := btoi(k)
+		e, err := dec.DecodeHeader(v)
+		if err != nil {
+			skipped++
+			continue
+		}
+		w.add(e.ID, gpos)
+	}
+	w.commit()
+	return skipped
+}
