@@ -68,6 +68,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&ImportCommand{env: e}).Run(ctx, args)
 	case "why":
 		err = (&WhyCommand{env: e}).Run(ctx, args)
+	case "timeline":
+		err = (&TimelineCommand{env: e}).Run(ctx, args)
 	case "trust":
 		err = (&TrustCommand{env: e}).Run(ctx, args)
 	case "reconnect", "refresh", "reload", "stop":
@@ -122,6 +124,9 @@ Commands:
         move a session between journals (import verifies it first)
   why TOOL [--session S] [--at SEQ|TIME]
         was the tool in the catalog then, and if not, the chain of reasons
+  timeline SESSION -o FILE [--width PX]
+        the session as one self-contained HTML page: a swimlane per server with
+        states, failures, retries, approvals, reloads and calls over time
   sessions [--json]
         list sessions: start, last event, events, servers seen, how it ended
   log [--session ID|last] [--server N] [--kind K] [--follow] [--json]
@@ -132,7 +137,6 @@ Commands:
         print this help, or a command's flags
 
 Not in this build yet:
-  timeline SESSION -o timeline.html
   serve --stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F]
 
 SESSION is a session ID, a unique prefix of one, or "last" (the most recent).
