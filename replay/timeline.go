@@ -307,7 +307,8 @@ func tlFold(evs []events.Event) *tlModel {
 			m.calls++
 			calls[p.CallID] = ref{l, len(l.calls)}
 			c := tlCall{from: e.Time, tool: p.Tool, name: p.Name, outcome: tlUnfinished}
-			c.detail = append(c.detail, fmt.Sprintf("started %s (#%d) by %s, attempt %d", m.clock(e.Time), e.Seq, tlOr(p.Caller), p.Attempt))
+			c.detail = append(c.detail, tlJoin(", ", fmt.Sprintf("started %s (#%d)", m.clock(e.Time), e.Seq),
+				tlPrefix("by ", p.Caller), tlPrefix("to attempt ", tlItoa(p.Attempt))))
 			if d := decided[p.CallID]; d != "" {
 				c.detail = append(c.detail, d)
 			}
@@ -356,6 +357,14 @@ const tlUnfinished = "unfinished"
 // tlCallsFailed are the outcomes counted as failed calls.
 var tlCallsFailed = []string{events.OutcomeToolError, events.OutcomeInvalidArgs, events.OutcomeUnknownTool,
 	events.OutcomeError, events.OutcomeLost, events.OutcomeTimeout}
+
+// tlItoa formats n, or "" for 0 (an attempt not known).
+func tlItoa(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
 
 func tlPrefix(p, s string) string {
 	if s == "" {
@@ -430,7 +439,7 @@ func (m *tlModel) transition(l *tlLane, e *events.Event, p *events.ServerTransit
 		}
 	case events.StateReady:
 		if l.hs != nil {
-			s.info = append(s.info, fmt.Sprintf("server %s %s · protocol %s", tlOr(l.hs.ServerName), l.hs.ServerVersion, l.hs.ProtocolVersion))
+			s.info = append(s.info, tlJoin(" · ", tlJoin(" ", "server", l.hs.ServerName, l.hs.ServerVersion), tlPrefix("protocol ", l.hs.ProtocolVersion)))
 		}
 		s.info = append(s.info, fmt.Sprintf("%d tools listed", l.tools))
 	case events.StateStopped:
@@ -591,7 +600,7 @@ func (r *tlRender) header() {
 	}
 	utc := func(t int64) string { return time.Unix(0, t).UTC().Format("2006-01-02 15:04:05.000 UTC") }
 	item("started", utc(m.start))
-	end := "not stopped: interrupted, or still running when rendered"
+	end := "not recorded: interrupted, or still running"
 	if m.stopped != nil {
 		end = fmt.Sprintf("%s · %s", time.Unix(0, m.stoppedAt).UTC().Format("15:04:05.000"), m.stopped.Reason)
 	}
@@ -643,6 +652,9 @@ func (r *tlRender) legend() {
 	sw("rejected", func() { r.glyph(tlMkRejected, 11, 8, "") })
 	sw("tools changed", func() { r.glyph(tlMkToolsChanged, 11, 8, "") })
 	sw("ping failed", func() { r.glyph(tlMkPing, 11, 8, "") })
+	sw("states too short to draw apart", func() {
+		r.w(`<rect x="1" y="3" width="20" height="10" fill="%s"/><path d="M1 12H21" class="churn"/>`, tlStateColor[events.StateReady])
+	})
 	sw("reload", func() { r.w(`<path d="M11 0V16" stroke="#7c3aed" stroke-width="1.5" stroke-dasharray="3 2"/>`) })
 	r.w("<i></i>\n")
 	for _, o := range append(append([]string{events.OutcomeOK}, tlCallsFailed...), events.OutcomeCancelled, tlUnfinished) {
@@ -668,7 +680,9 @@ func (r *tlRender) glyph(k tlMarkKind, x, y float64, text string) {
 	case tlMkGaveUp:
 		r.w(`<circle cx="%s" cy="%s" r="6.5" fill="#991b1b"/><text x="%s" y="%s" class="gt">!</text>`, X, Y, X, tlF(y+3.5))
 	case tlMkAttempt:
-		r.w(`<circle cx="%s" cy="%s" r="7" fill="#1e293b"/><text x="%s" y="%s" class="gt">%s</text>`, X, Y, X, tlF(y+3.2), tlEsc(text))
+		w := max(14, tlTextW(text, 9)+6)
+		r.w(`<rect x="%s" y="%s" width="%s" height="14" rx="7" fill="#1e293b"/><text x="%s" y="%s" class="gt">%s</text>`,
+			tlF(x-w/2), tlF(y-7), tlF(w), X, tlF(y+3.2), tlEsc(text))
 	case tlMkApprovalAsked, tlMkApproved, tlMkRejected:
 		fill, stroke := "#fff", "#d97706"
 		switch k {
@@ -824,121 +838,274 @@ func (r *tlRender) flags(bottom int) {
 }
 
 func (r *tlRender) lane(l *tlLane, y int) {
-	bandY, bandH := y+22, 20
-	// State bands.
-	for _, s := range l.segs {
-		x0, x1 := r.x(s.from), r.x(s.to)
-		if s.to <= s.from {
-			continue
-		}
-		w := math.Max(x1-x0, 0.8)
-		title := fmt.Sprintf("%s · %s (attempt %d)\n%s → %s, %s\n%s", l.name, s.state, s.attempt,
-			r.m.clock(s.from), r.m.clock(s.to), tlDur(s.to-s.from), strings.Join(s.info, "\n"))
-		r.w(`<g class="h"><title>%s</title><rect x="%s" y="%d" width="%s" height="%d" fill="%s"/>`,
-			tlEsc(title), tlF(x0), bandY, tlF(w), bandH, tlStateColor[s.state])
-		lx := x0 + 5
-		if s.marked {
-			lx += 6 // clear of the failure glyph on the boundary
-		}
-		var label string
-		for _, try := range tlBandLabels(&s) {
-			if tlTextW(try, 11)+(lx-x0)+5 <= w {
-				label = try
-				break
+	r.bands(l, y+22)
+	r.procs(l, y+42)
+	r.timers(l, float64(y+12))
+	r.marks(l, y)
+	r.calls(l, y+52)
+}
+
+// tlGroup is a run of items of one row drawn as one because they are too
+// close to tell apart.
+type tlGroup struct {
+	i, j   int // items [i, j)
+	x0, x1 float64
+	narrow bool
+}
+
+// tlGroups groups items in x order: an item joins the open group when both
+// are narrower than narrow px and it starts within gap px of the group's
+// start. Wide items stay alone.
+func tlGroups(n int, span func(int) (float64, float64), narrow, gap float64) []tlGroup {
+	var gs []tlGroup
+	for k := range n {
+		x0, x1 := span(k)
+		if len(gs) > 0 {
+			if g := &gs[len(gs)-1]; g.narrow && x1-x0 < narrow && x0 < g.x0+gap {
+				g.j, g.x1 = k+1, max(g.x1, x1)
+				continue
 			}
 		}
-		if label != "" {
+		gs = append(gs, tlGroup{i: k, j: k + 1, x0: x0, x1: x1, narrow: x1-x0 < narrow})
+	}
+	return gs
+}
+
+// groupTitle summarizes a group of n items from t0 to t1 by its first and
+// last item's titles.
+func (r *tlRender) groupTitle(n int, what string, t0, t1 int64, first, last string) string {
+	return fmt.Sprintf("%d %s from %s to %s, too close together to draw apart\n\nthe first:\n%s\n\nthe last:\n%s",
+		n, what, r.m.clock(t0), r.m.clock(t1), first, last)
+}
+
+// tlSeverity orders states, most severe first: a merged stretch of bands
+// takes the colour of the state it spent most time in, the most severe of
+// equals.
+var tlSeverity = []events.ServerState{events.StateFailed, events.StateReconnecting, events.StateHandshaking,
+	events.StateLaunching, events.StateConfiguring, events.StateStopped, events.StateReady}
+
+// bands draws the state bands in a 20 px row from y. Runs of bands under
+// 2 px wide (a fast crash loop on a long axis) merge into one.
+func (r *tlRender) bands(l *tlLane, y int) {
+	var segs []*tlSeg
+	for i := range l.segs {
+		if s := &l.segs[i]; s.to > s.from {
+			segs = append(segs, s)
+		}
+	}
+	for _, g := range tlGroups(len(segs), func(k int) (float64, float64) { return r.x(segs[k].from), r.x(segs[k].to) }, 2, math.Inf(1)) {
+		if g.j-g.i == 1 {
+			r.band(l, segs[g.i], y)
+			continue
+		}
+		run := segs[g.i:g.j]
+		count, dur := map[events.ServerState]int{}, map[events.ServerState]int64{}
+		for _, s := range run {
+			count[s.state]++
+			dur[s.state] += s.to - s.from
+		}
+		var main events.ServerState // the state it spent most time in
+		var parts []string
+		for _, st := range tlSeverity {
+			if count[st] > 0 {
+				if main == "" || dur[st] > dur[main] {
+					main = st
+				}
+				parts = append(parts, fmt.Sprintf("%d× %s (%s)", count[st], st, tlDur(dur[st])))
+			}
+		}
+		color := tlStateColor[main]
+		from, to := run[0].from, run[len(run)-1].to
+		title := fmt.Sprintf("%s · %d states from %s to %s (%s), too short to draw apart:\n%s",
+			l.name, len(run), r.m.clock(from), r.m.clock(to), tlDur(to-from), strings.Join(parts, ", "))
+		r.w(`<g class="h"><title>%s</title><rect x="%s" y="%d" width="%s" height="20" fill="%s"/><path d="M%s %dH%s" class="churn"/></g>`+"\n",
+			tlEsc(title), tlF(g.x0), y, tlF(math.Max(g.x1-g.x0, 1)), color, tlF(g.x0), y+18, tlF(g.x1))
+	}
+}
+
+func (r *tlRender) band(l *tlLane, s *tlSeg, y int) {
+	x0, x1 := r.x(s.from), r.x(s.to)
+	w := math.Max(x1-x0, 0.8)
+	title := fmt.Sprintf("%s · %s%s\n%s → %s, %s\n%s", l.name, s.state, tlPrefix(", attempt ", tlItoa(s.attempt)),
+		r.m.clock(s.from), r.m.clock(s.to), tlDur(s.to-s.from), strings.Join(s.info, "\n"))
+	r.w(`<g class="h"><title>%s</title><rect x="%s" y="%d" width="%s" height="20" fill="%s"/>`,
+		tlEsc(title), tlF(x0), y, tlF(w), tlStateColor[s.state])
+	lx := x0 + 5
+	if s.marked {
+		lx += 6 // clear of the failure glyph on the boundary
+	}
+	for _, label := range tlBandLabels(s) {
+		if tlTextW(label, 11)+(lx-x0)+5 <= w {
 			cls := "band"
 			if s.state == events.StateFailed {
 				cls = "band inv"
 			}
-			r.w(`<text x="%s" y="%d" class="%s">%s</text>`, tlF(lx), bandY+14, cls, tlEsc(label))
+			r.w(`<text x="%s" y="%d" class="%s">%s</text>`, tlF(lx), y+14, cls, tlEsc(label))
+			break
 		}
-		r.w("</g>\n")
 	}
-	// Processes and connections, under the band.
-	for _, p := range l.procs {
-		to := p.to
-		if to == 0 {
-			to = r.m.end
+	r.w("</g>\n")
+}
+
+// procs draws processes and connections as lines from y: a tick at the
+// start, a dot at the end (red when unexpected).
+func (r *tlRender) procs(l *tlLane, y int) {
+	end := func(p *tlProc) int64 {
+		if p.to == 0 {
+			return r.m.end
 		}
-		x0, x1 := r.x(p.from), r.x(to)
-		title := fmt.Sprintf("%s · attempt %d\n%s\nstarted %s", l.name, p.attempt, p.what, r.m.clock(p.from))
+		return p.to
+	}
+	title := func(p *tlProc) string {
+		kind := "process"
+		if p.pid == 0 {
+			kind = "connection"
+		}
+		t := fmt.Sprintf("%s · %s%s\n%s\nstarted %s", l.name, kind, tlPrefix(", attempt ", tlItoa(p.attempt)), p.what, r.m.clock(p.from))
 		if p.to != 0 {
-			title += fmt.Sprintf("\nended %s after %s: %s", r.m.clock(p.to), tlDur(p.to-p.from), p.exit)
+			t += fmt.Sprintf("\nended %s after %s: %s", r.m.clock(p.to), tlDur(p.to-p.from), p.exit)
 		} else {
-			title += "\nstill running at the end of the session"
+			t += "\nstill running at the end of the session"
 		}
 		if len(p.stderr) > 0 {
-			title += "\nstderr (last lines):\n  " + strings.Join(tlTail(p.stderr, 12), "\n  ")
+			t += "\nstderr (last lines):\n  " + strings.Join(tlTail(p.stderr, 12), "\n  ")
+		}
+		return t
+	}
+	for _, g := range tlGroups(len(l.procs), func(k int) (float64, float64) { return r.x(l.procs[k].from), r.x(end(&l.procs[k])) }, 4, 10) {
+		first, last := &l.procs[g.i], &l.procs[g.j-1]
+		t, unexpected := title(first), 0
+		for _, p := range l.procs[g.i:g.j] {
+			if p.unexpected {
+				unexpected++
+			}
+		}
+		if n := g.j - g.i; n > 1 {
+			t = r.groupTitle(n, fmt.Sprintf("processes (%d ended unexpectedly)", unexpected), first.from, end(last), t, title(last))
 		}
 		r.w(`<g class="h"><title>%s</title><path d="M%s %dv8" class="spawn"/><rect x="%s" y="%d" width="%s" height="4" fill="#475569"/>`,
-			tlEsc(title), tlF(x0), bandY+bandH+2, tlF(x0), bandY+bandH+4, tlF(math.Max(x1-x0, 1.5)))
-		if p.to != 0 {
+			tlEsc(t), tlF(g.x0), y, tlF(g.x0), y+2, tlF(math.Max(g.x1-g.x0, 1.5)))
+		if last.to != 0 {
 			fill := "#94a3b8"
-			if p.unexpected {
+			if unexpected > 0 {
 				fill = "#dc2626"
 			}
-			r.w(`<circle cx="%s" cy="%d" r="3" fill="%s"/>`, tlF(x1), bandY+bandH+6, fill)
+			r.w(`<circle cx="%s" cy="%d" r="3" fill="%s"/>`, tlF(g.x1), y+4, fill)
 		}
 		r.w("</g>\n")
 	}
-	// Timers: scheduled → fired, above the band.
-	ty := float64(y + 12)
-	for _, t := range l.timers {
-		end, cls := t.fired, "timer"
-		if end == 0 {
-			end, cls = t.fireAt, "timer dead"
+}
+
+// timers draws timers as brackets from scheduled to fired on the line y.
+func (r *tlRender) timers(l *tlLane, y float64) {
+	end := func(t *tlTimer) int64 {
+		if t.fired == 0 {
+			return t.fireAt
 		}
-		x0, x1 := r.x(t.at), r.x(end)
-		title := fmt.Sprintf("%s timer %d → attempt %d\nscheduled %s: %s", t.purpose, t.id, t.attempt, r.m.clock(t.at), tlMs(t.delayMs))
+		return t.fired
+	}
+	title := func(t *tlTimer) string {
+		s := fmt.Sprintf("%s · %s timer %d → attempt %d\nscheduled %s: %s", l.name, t.purpose, t.id, t.attempt, r.m.clock(t.at), tlMs(t.delayMs))
 		if t.ceilMs > 0 {
-			title += fmt.Sprintf(" (retry %d, jitter within %s)", t.retry, tlMs(t.ceilMs))
+			s += fmt.Sprintf(" (retry %d, jitter within %s)", t.retry, tlMs(t.ceilMs))
 		}
 		if t.fired != 0 {
-			title += "\nfired " + r.m.clock(t.fired)
-		} else {
-			title += "\nnever fired (cancelled, or the session ended first); due " + r.m.clock(t.fireAt)
+			return s + "\nfired " + r.m.clock(t.fired)
+		}
+		return s + "\nnever fired (cancelled, or the session ended first); due " + r.m.clock(t.fireAt)
+	}
+	for _, g := range tlGroups(len(l.timers), func(k int) (float64, float64) { return r.x(l.timers[k].at), r.x(end(&l.timers[k])) }, 4, 10) {
+		t := &l.timers[g.i]
+		cls, tt := "timer", title(t)
+		if t.fired == 0 {
+			cls = "timer dead"
 		}
 		if t.purpose == events.TimerHold {
 			cls += " hold"
 		}
+		if n := g.j - g.i; n > 1 {
+			last := &l.timers[g.j-1]
+			tt = r.groupTitle(n, "timers", t.at, end(last), tt, title(last))
+		}
+		x0, x1 := g.x0, g.x1
 		r.w(`<g class="h"><title>%s</title><path d="M%s %sv8M%s %sH%s" class="%s"/>`,
-			tlEsc(title), tlF(x0), tlF(ty-4), tlF(x0), tlF(ty), tlF(math.Max(x1, x0+1)), cls)
-		if lbl := tlMs(t.delayMs); x1-x0 > tlTextW(lbl, 9)+16 {
-			r.w(`<text x="%s" y="%s" class="tlbl">%s</text>`, tlF((x0+x1)/2), tlF(ty-3), tlEsc(lbl))
+			tlEsc(tt), tlF(x0), tlF(y-4), tlF(x0), tlF(y), tlF(math.Max(x1, x0+1)), cls)
+		if lbl := tlMs(t.delayMs); g.j-g.i == 1 && x1-x0 > tlTextW(lbl, 9)+16 {
+			r.w(`<text x="%s" y="%s" class="tlbl">%s</text>`, tlF((x0+x1)/2), tlF(y-3), tlEsc(lbl))
 		}
 		r.w("</g>\n")
 	}
-	// Point marks: band-level ones on the band, the rest above it, where a
-	// verdict's text moves right of the glyphs drawn at its time.
-	marks := slices.Clone(l.marks)
-	slices.SortStableFunc(marks, func(a, b tlMark) int {
-		return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(tlBool(a.kind == tlMkVerdict), tlBool(b.kind == tlMkVerdict)))
+}
+
+var tlMarkWhat = [...]string{tlMkFail: "failures", tlMkGaveUp: "give-ups", tlMkAttempt: "retry attempts",
+	tlMkApprovalAsked: "approval requests", tlMkApproved: "approvals", tlMkRejected: "rejections", tlMkPing: "failed pings",
+	tlMkRelisted: "tool listings", tlMkToolsChanged: "tool changes", tlMkPinned: "pinnings", tlMkCommand: "commands",
+	tlMkVerdict: "reload verdicts", tlMkDenied: "denied calls"}
+
+// marks draws the point marks of a lane whose top is y: failures on the
+// band, denied calls in the calls row, the rest above the band, where a
+// verdict's text moves right of the glyphs drawn at its time. Marks of
+// one kind closer than 10 px are drawn as one.
+func (r *tlRender) marks(l *tlLane, y int) {
+	type drawn struct {
+		g    tlGroup
+		kind tlMarkKind
+		ms   []tlMark
+	}
+	var all []drawn
+	for k := tlMkFail; k <= tlMkDenied; k++ {
+		var ms []tlMark
+		for _, m := range l.marks {
+			if m.kind == k {
+				ms = append(ms, m)
+			}
+		}
+		gap := 12.0
+		switch k {
+		case tlMkAttempt:
+			gap = 18
+			if len(ms) > 0 {
+				gap = max(gap, tlTextW(ms[len(ms)-1].text, 9)+10)
+			}
+		case tlMkFail, tlMkGaveUp:
+			gap = 14
+		}
+		for _, g := range tlGroups(len(ms), func(i int) (float64, float64) { x := r.x(ms[i].t); return x, x }, 1, gap) {
+			all = append(all, drawn{g, k, ms[g.i:g.j]})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b drawn) int {
+		return cmp.Or(cmp.Compare(a.ms[0].t, b.ms[0].t), cmp.Compare(tlBool(a.kind == tlMkVerdict), tlBool(b.kind == tlMkVerdict)))
 	})
 	right := math.Inf(-1) // the right edge of the row above the band so far
-	for _, k := range marks {
-		cy, x := float64(y+12), r.x(k.t)
-		switch k.kind {
+	for _, d := range all {
+		first, last := d.ms[0], d.ms[len(d.ms)-1]
+		cy, x := float64(y+12), d.g.x0
+		switch d.kind {
 		case tlMkFail, tlMkGaveUp:
-			cy = float64(bandY) + float64(bandH)/2
+			cy = float64(y + 32)
 		case tlMkPing:
-			cy = float64(bandY)
+			cy = float64(y + 22)
 		case tlMkDenied:
 			cy = float64(y + 58)
-		}
-		switch k.kind {
 		case tlMkVerdict:
 			x = math.Max(x, right-2)
-			right = x + 6 + tlTextW(k.text, 10)
-		case tlMkAttempt, tlMkApprovalAsked, tlMkApproved, tlMkRejected, tlMkRelisted, tlMkToolsChanged, tlMkPinned, tlMkCommand:
+			right = x + 6 + tlTextW(last.text, 10)
+		case tlMkCommand:
+			x -= 15 // clear of the attempt badge of the launch it asked for
+		case tlMkAttempt:
+			right = math.Max(right, x+max(7, tlTextW(last.text, 9)/2+3))
+		default:
 			right = math.Max(right, x+7)
 		}
-		r.w(`<g class="h"><title>%s</title>`, tlEsc(l.name+" · "+k.title))
-		r.glyph(k.kind, x, cy, k.text)
+		title := l.name + " · " + first.title
+		if len(d.ms) > 1 {
+			title = l.name + " · " + r.groupTitle(len(d.ms), tlMarkWhat[d.kind], first.t, last.t, first.title, last.title)
+		}
+		r.w(`<g class="h"><title>%s</title>`, tlEsc(title))
+		r.glyph(d.kind, x, cy, last.text)
 		r.w("</g>\n")
 	}
-	r.calls(l, y+52)
 }
 
 // calls draws l's calls in a 12 px row from y: a bar per call while they
@@ -1129,7 +1296,7 @@ func (r *tlRender) summary() {
 					tlStateColor[before], tlEsc(string(before)))
 			}
 		}
-		r.w("<tr><td class=\"srv\">%s</td><td>%s</td><td class=\"n\">%d</td><td class=\"n%s\">%d</td><td class=\"n\">%s</td><td class=\"n\">%d</td><td class=\"n%s\">%s</td><td>%s</td><td class=\"err\" title=\"%s\">%s</td></tr>\n",
+		r.w("<tr><td class=\"srv\">%s</td><td>%s</td><td class=\"n\">%d</td><td class=\"n%s\">%d</td><td class=\"n\">%s</td><td class=\"n\">%d</td><td class=\"n%s\">%s</td><td class=\"st\">%s</td><td class=\"err\" title=\"%s\">%s</td></tr>\n",
 			tlEsc(l.name), tlEsc(transport), l.launches, tlHot(l.failures), l.failures, tlEsc(readyText), l.outcomes[events.OutcomeOK],
 			tlHot(bad), badText, state, tlEsc(l.lastError), tlEsc(tlClip(l.lastError, 90)))
 	}
@@ -1328,6 +1495,7 @@ svg text{font-family:inherit}
 .verdict{font-size:10px;font-weight:600;fill:#6d28d9}
 .flag{font-size:10px;font-weight:600;fill:#fff}
 .spawn{stroke:#475569;stroke-width:1.5}
+.churn{stroke:#7f1d1d;stroke-width:2;stroke-dasharray:2 1}
 .timer{stroke:#b45309;stroke-width:1.5;fill:none}
 .timer.dead{stroke:#94a3b8;stroke-dasharray:3 2}
 .timer.hold{stroke:#b91c1c}
@@ -1338,11 +1506,12 @@ svg text{font-family:inherit}
 .hint{color:var(--muted);font-size:12px;margin:6px 2px}
 table{border-collapse:collapse;background:#fff;border:1px solid var(--line);border-radius:8px;font-size:12.5px;min-width:900px}
 th,td{padding:6px 12px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
-th{background:#f8fafc;color:#475569;font-weight:600}
+th{background:#f8fafc;color:#475569;font-weight:600;white-space:nowrap}
+td.st{white-space:nowrap}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 td.srv{font-weight:600}
 td.hot{color:#b91c1c;font-weight:600}
-td.err{color:#7f1d1d;max-width:440px}
+td.err{color:#7f1d1d;max-width:380px}
 td.n{white-space:nowrap}
 .brk{font-size:11px;font-weight:400;color:var(--muted);white-space:normal;max-width:230px;margin-left:auto}
 .brk span{white-space:nowrap}
