@@ -644,7 +644,7 @@ func (r *tlRender) legend() {
 	sw("backoff timer", func() {
 		r.w(`<path d="M2 5v6M2 8H17" stroke="#b45309" stroke-width="1.5" fill="none"/><circle cx="18" cy="8" r="2.5" fill="#b45309"/>`)
 	})
-	sw("process / connection", func() {
+	sw("process", func() {
 		r.w(`<rect x="2" y="7" width="16" height="3" fill="#475569"/><circle cx="19" cy="8.5" r="2.5" fill="#dc2626"/>`)
 	})
 	sw("approval asked", func() { r.glyph(tlMkApprovalAsked, 11, 8, "") })
@@ -652,7 +652,7 @@ func (r *tlRender) legend() {
 	sw("rejected", func() { r.glyph(tlMkRejected, 11, 8, "") })
 	sw("tools changed", func() { r.glyph(tlMkToolsChanged, 11, 8, "") })
 	sw("ping failed", func() { r.glyph(tlMkPing, 11, 8, "") })
-	sw("states too short to draw apart", func() {
+	sw("merged: too short to draw apart", func() {
 		r.w(`<rect x="1" y="3" width="20" height="10" fill="%s"/><path d="M1 12H21" class="churn"/>`, tlStateColor[events.StateReady])
 	})
 	sw("reload", func() { r.w(`<path d="M11 0V16" stroke="#7c3aed" stroke-width="1.5" stroke-dasharray="3 2"/>`) })
