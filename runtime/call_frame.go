@@ -92,11 +92,15 @@ func (f *frameCap) feed(b []byte) {
 		case f.discard:
 			f.keepTail(piece)
 		case len(f.line)+len(piece) > f.max:
+			// Over the limit: keep the ends, drop the rest, without
+			// growing the buffer once more.
 			f.discard = true
-			all := append(f.line, piece...)
-			f.head = append([]byte(nil), all[:min(capKeep, len(all))]...)
-			f.tail = nil
-			f.keepTail(all)
+			f.head = append(f.head[:0], f.line[:min(capKeep, len(f.line))]...)
+			if n := capKeep - len(f.head); n > 0 {
+				f.head = append(f.head, piece[:min(n, len(piece))]...)
+			}
+			f.tail = append(f.tail[:0], f.line[max(0, len(f.line)-capKeep):]...)
+			f.keepTail(piece)
 			f.line = nil
 		default:
 			f.line = append(f.line, piece...)

@@ -3,11 +3,13 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
+	"reflect"
 	goruntime "runtime"
 	"strings"
 	"syscall"
@@ -280,3 +282,69 @@ func (r repeatReader) Read(p []byte) (int, error) {
 type runtimeMemStats = goruntime.MemStats
 
 func readMem(m *runtimeMemStats) { goruntime.ReadMemStats(m) }
+
+// TestResultJSON: the journal's encoding of a result decodes to the same
+// value as go-sdk's own.
+func TestResultJSON(t *testing.T) {
+	for _, res := range []*mcp.CallToolResult{
+		{Content: []mcp.Content{&mcp.TextContent{Text: "plain"}}},
+		{Content: []mcp.Content{&mcp.TextContent{Text: "quote \" backslash \\ nl \n tab \t cr \r nul \x00 bell \x07 é 中 \u2028 <&>"}}, IsError: true},
+		{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.ImageContent{Data: []byte{1, 2}, MIMEType: "image/png"}}},
+		{Content: []mcp.Content{}, StructuredContent: map[string]any{"sum": 3.5}},
+		{Content: []mcp.Content{&mcp.TextContent{Text: "bad \xff utf8"}}},
+	} {
+		want, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := resultJSON(res)
+		var a, b any
+		if err := json.Unmarshal(got, &a); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
+// BenchmarkCallPathSteps measures the call path's own per-call work for a
+// 10 KB text result, without the server, the transport or the decider
+// loop: argument encoding and validation, redaction and capping of
+// arguments and result for the journal, rendering, the injection scan and
+// wrapping. Its ns/op is the path's own CPU cost (target ≤ 50 µs).
+func BenchmarkCallPathSteps(b *testing.B) {
+	line := `The build of /srv/app/src/main.go took 4.2 s; see {"status":"ok","tests":118,"failed":0} and https://example.com/ci/1234. `
+	text := strings.Repeat(line, 10240/len(line)+1)[:10240]
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	schema := `{"additionalProperties":false,"properties":{"message":{"type":"string"}},"required":["message"],"type":"object"}`
+	spec := ServerSpec{Env: []string{"API_TOKEN=tok-1234567890abcdef", "LOG_LEVEL=info"}}
+	log := slog.New(slog.DiscardHandler)
+	args := map[string]any{"message": "hello ledger"}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for b.Loop() {
+		red := newRedactor(spec.secrets())
+		a, _ := json.Marshal(args)
+		if err := validateArgs(log, "mcp__mem__read", schema, a); err != nil {
+			b.Fatal(err)
+		}
+		_ = blobOf(red.redact(a), DefaultJournalCap)
+		r := RenderResult(res, DefaultMaxResultChars)
+		if DetectInjection(r.Text) != nil {
+			b.Fatal("signal")
+		}
+		_ = WrapOutput("mem", "read", r.Text)
+		_ = blobOf(red.redact(resultJSON(res)), DefaultJournalCap)
+	}
+	// CPU time (user+system, all threads, GC included) per call: steadier
+	// than wall time on a loaded machine.
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -387,8 +387,10 @@ func TestCallLargeResults(t *testing.T) {
 	took := time.Since(t0)
 	hwm1 := vmHWM(t)
 	t.Logf("100 MB result: failed after %v with %v; peak RSS %d MiB before, %d MiB after", took, err, hwm0>>20, hwm1>>20)
-	if hwm1 > 200<<20 {
-		t.Errorf("peak RSS %d MiB while a 100 MB result streamed", hwm1>>20)
+	// The frame cap holds at most MaxMessageBytes (16 MiB) of it; the
+	// race detector multiplies memory, so the bound holds without it.
+	if grew := hwm1 - hwm0; !raceEnabled && grew > 64<<20 {
+		t.Errorf("peak RSS grew by %d MiB while a 100 MB result streamed", grew>>20)
 	}
 	st := state(m.Snapshot(), "s")
 	if r, err := m.CallTool(t.Context(), "mcp__s__echo", map[string]any{"message": "still here"}); err != nil || textOf(t, r) != "still here" || st.Attempt != 1 {

@@ -69,13 +69,20 @@ func (d *detector) scan(b []byte, prefix string) {
 	}
 }
 
-func asciiLower(dst, b []byte) []byte {
-	dst = slices.Grow(dst, len(b))
-	for _, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
+var lowerTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] = byte(i) + 'a' - 'A'
 		}
-		dst = append(dst, c)
+	}
+	return t
+}()
+
+func asciiLower(dst, b []byte) []byte {
+	dst = slices.Grow(dst[:0], len(b))[:len(b)]
+	for i, c := range b {
+		dst[i] = lowerTable[c]
 	}
 	return dst
 }
@@ -126,6 +133,14 @@ var templateTokens = []struct{ token, name string }{
 	{"<start_of_turn>", SignalTemplateGemma}, {"<end_of_turn>", SignalTemplateGemma},
 }
 
+var templateTokensB = func() [][]byte {
+	out := make([][]byte, len(templateTokens))
+	for i, t := range templateTokens {
+		out[i] = []byte(t.token)
+	}
+	return out
+}()
+
 // templates finds chat-template control tokens (l is lowercased).
 func (d *detector) templates(l []byte, prefix string) {
 	hasPipe := bytes.Contains(l, []byte("<|"))
@@ -135,8 +150,8 @@ func (d *detector) templates(l []byte, prefix string) {
 	if !hasPipe && !hasBracket && !hasAngle {
 		return
 	}
-	for _, t := range templateTokens {
-		if bytes.Contains(l, []byte(t.token)) {
+	for i, t := range templateTokens {
+		if bytes.Contains(l, templateTokensB[i]) {
 			d.hit(prefix, t.name)
 		}
 	}
@@ -201,6 +216,8 @@ var (
 	promptVerbs = []string{"reveal", "print", "show", "output", "repeat", "leak", "disclose", "display", "dump"}
 )
 
+var ignoreVerbsB, hidePhrasesB, promptVerbsB = byteWords(ignoreVerbs), byteWords(hidePhrases), byteWords(promptVerbs)
+
 // phrases finds the instruction phrases (l is lowercased).
 func (d *detector) phrases(l []byte, prefix string) {
 	if ignorePhrase(l) {
@@ -222,14 +239,14 @@ func (d *detector) phrases(l []byte, prefix string) {
 		i += off
 		off = i + 1
 		before := l[max(0, i-32):i]
-		if containsAny(before, promptVerbs) && (bytes.Contains(before, []byte("your")) || bytes.Contains(before, []byte("the"))) {
+		if containsAny(before, promptVerbsB) && (bytes.Contains(before, []byte("your")) || bytes.Contains(before, []byte("the"))) {
 			d.hit(prefix, SignalSystemPrompt)
 			break
 		}
 	}
 	if bytes.Contains(l, []byte("the user")) {
-		for _, p := range hidePhrases {
-			if bytes.Contains(l, []byte(p)) {
+		for _, p := range hidePhrasesB {
+			if bytes.Contains(l, p) {
 				d.hit(prefix, SignalHideFromUser)
 				break
 			}
@@ -240,9 +257,9 @@ func (d *detector) phrases(l []byte, prefix string) {
 // ignorePhrase reports whether l (lowercased) holds an ignore verb
 // followed by a phrase naming earlier instructions.
 func ignorePhrase(l []byte) bool {
-	for _, v := range ignoreVerbs {
+	for _, v := range ignoreVerbsB {
 		for off := 0; ; {
-			i := bytes.Index(l[off:], []byte(v))
+			i := bytes.Index(l[off:], v)
 			if i < 0 {
 				break
 			}
@@ -295,9 +312,9 @@ func ignorePhraseAt(after []byte) bool {
 	return false
 }
 
-func containsAny(b []byte, words []string) bool {
+func containsAny(b []byte, words [][]byte) bool {
 	for _, w := range words {
-		if bytes.Contains(b, []byte(w)) {
+		if bytes.Contains(b, w) {
 			return true
 		}
 	}
@@ -308,12 +325,11 @@ func containsAny(b []byte, words []string) bool {
 // to mostly printable text.
 func (d *detector) base64(b []byte) {
 	for i := 0; i < len(b) && d.decoded < maxBase64Total; {
-		if !isB64(b[i]) {
+		for i < len(b) && !b64Table[b[i]] {
 			i++
-			continue
 		}
 		j := i
-		for j < len(b) && isB64(b[j]) {
+		for j < len(b) && b64Table[b[j]] {
 			j++
 		}
 		if j-i >= minBase64Run {
@@ -323,9 +339,14 @@ func (d *detector) base64(b []byte) {
 	}
 }
 
-func isB64(c byte) bool {
-	return isAlnum(c) || c == '+' || c == '/' || c == '=' || c == '-' || c == '_'
-}
+var b64Table = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isAlnum(byte(c)) || c == '+' || c == '/' || c == '=' || c == '-' || c == '_'
+	}
+	return t
+}()
+
+func isB64(c byte) bool { return b64Table[c] }
 
 func (d *detector) tryDecode(run []byte) {
 	run = run[:min(len(run), maxBase64Decode*4/3)]

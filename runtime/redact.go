@@ -273,8 +273,8 @@ func secretKeyName(key []byte) bool {
 		}
 	}
 	hit := false
-	for _, w := range secretKeyWords {
-		if bytes.Contains(k, []byte(w)) {
+	for _, w := range secretKeyWordsB {
+		if bytes.Contains(k, w) {
 			hit = true
 			break
 		}
@@ -282,12 +282,22 @@ func secretKeyName(key []byte) bool {
 	if !hit {
 		return false
 	}
-	for _, w := range secretKeyNotWords {
-		if bytes.HasSuffix(k, []byte(w)) {
+	for _, w := range secretKeyNotWordsB {
+		if bytes.HasSuffix(k, w) {
 			return false
 		}
 	}
 	return true
+}
+
+var secretKeyWordsB, secretKeyNotWordsB = byteWords(secretKeyWords), byteWords(secretKeyNotWords)
+
+func byteWords(ws []string) [][]byte {
+	out := make([][]byte, len(ws))
+	for i, w := range ws {
+		out[i] = []byte(w)
+	}
+	return out
 }
 
 // jwt matches header.payload.signature at i, each part base64url and the
