@@ -363,8 +363,14 @@ func (m *Manager) finish(cl *call, res *mcp.CallToolResult, err error, fin *even
 func (m *Manager) reconnectFor(ctx context.Context, server string, old *conn) (*conn, error) {
 	views, cancel := m.Subscribe()
 	defer cancel()
-	if err := m.command(ctx, server, &events.ReconnectRequested{By: "call.retry"}); err != nil {
-		return nil, fmt.Errorf("runtime: reconnect %q: %w", server, err)
+	// Ask for a reconnect unless the supervisor already made or is making
+	// one (it may have seen the session end first).
+	v := m.view.Load()
+	st, _ := v.Server(server)
+	if c := v.live[server]; (c == nil || c == old) && st.State != events.StateLaunching && st.State != events.StateHandshaking {
+		if err := m.command(ctx, server, &events.ReconnectRequested{By: "call.retry"}); err != nil {
+			return nil, fmt.Errorf("runtime: reconnect %q: %w", server, err)
+		}
 	}
 	deadline := time.NewTimer(m.opts.StartupTimeout)
 	defer deadline.Stop()

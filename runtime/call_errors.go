@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Errors of the tool-call path. (They live here rather than in errors.go
-// while that file is edited by others; see doc.go.)
+// Errors of the tool-call path (kept next to the path rather than in
+// errors.go, which others edit concurrently).
 var (
 	// ErrInvalidArguments is returned when a call's arguments fail the
 	// tool's input schema locally: nothing was sent, no retry was spent.

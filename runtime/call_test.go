@@ -284,7 +284,7 @@ func TestCallRetriesOnlyWhenSafe(t *testing.T) {
 				if f := evs[1].Payload.(*events.CallFinished); !f.Retrying || !strings.Contains(f.Error, "read-only") {
 					t.Errorf("first try %+v", f)
 				}
-				if s := evs[2].Payload.(*events.CallStarted); s.RetryOf != evs[0].Payload.(*events.CallStarted).CallID || s.Attempt != 2 {
+				if s := evs[2].Payload.(*events.CallStarted); s.RetryOf != evs[0].Payload.(*events.CallStarted).CallID || s.Attempt <= evs[0].Payload.(*events.CallStarted).Attempt {
 					t.Errorf("retry %+v", s)
 				}
 				return
