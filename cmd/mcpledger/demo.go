@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/replay"
 	rt "github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/store"
 )
@@ -107,7 +108,28 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	}); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d events. The journal stays at %s; try:\n  go run ./cmd/mcpledger log --journal %s --server flaky\n  go run ./cmd/mcpledger verify --journal %s\n",
-		n, jpath, jpath, jpath)
+	// End with the session's timeline: a page people would rather read
+	// than the log above.
+	evs, err := replay.Session(ctx, j, m.Session())
+	if err != nil {
+		return err
+	}
+	html := filepath.Join(dir, "timeline.html")
+	fh, err := os.OpenFile(html, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := replay.Timeline(fh, evs, &replay.TimelineOptions{Source: jpath}); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d events. The session's timeline: %s\nThe journal stays at %s; try:\n"+
+		"  go run ./cmd/mcpledger log --journal %s --server flaky\n"+
+		"  go run ./cmd/mcpledger replay last --verify --journal %s\n"+
+		"  go run ./cmd/mcpledger why mcp__flaky__echo --journal %s\n",
+		n, html, jpath, jpath, jpath, jpath)
 	return nil
 }
