@@ -52,6 +52,7 @@ func sample() []Event {
 		&CallStarted{CallID: "c1", Tool: "search", Name: "mcp__gh__search", Args: blob, Caller: "cli", Policy: "ask", ApprovedBy: "user:cli", DefHash: "sha256:ab", Attempt: 1, RetryOf: "c0"},
 		&CallFinished{CallID: "c1", Outcome: OutcomeOK, Result: blob, DurationNs: 1000, Signals: []string{"phrase:ignore_instructions"}, RenderedChars: 9, CutChars: 1, Retrying: true},
 		&CallDecided{CallID: "c0", Tool: "search", Name: "mcp__gh__search", Decision: CallAllow, By: "user:cli", Policy: "ask", DefHash: "sha256:ab"},
+		&GatewayRejected{Remote: "127.0.0.1:5000", Reason: RejectWrongToken, Status: 401, Method: "POST", Host: "127.0.0.1:8080", Origin: "http://localhost", Suppressed: 2},
 		&SessionStopped{Reason: ReasonShutdown},
 		&ReloadDecided{Trigger: "watch", Verdicts: []ReloadVerdict{{Server: "gh", Verdict: VerdictRestart, Before: "a", After: "b"}}},
 		&AdmissionDecided{Admitted: false, Reason: ReasonPendingApproval, Hash: cfg.Hash, Detail: "never approved"},
@@ -93,7 +94,7 @@ func TestEveryKindHasSample(t *testing.T) {
 			inputs++
 		}
 	}
-	if inputs != 19 || len(Kinds())-inputs != 8 {
+	if inputs != 20 || len(Kinds())-inputs != 8 {
 		t.Errorf("inputs=%d decisions=%d", inputs, len(Kinds())-inputs)
 	}
 }

@@ -28,6 +28,10 @@ const (
 	KindCallStarted        Kind = "call.started"
 	KindCallFinished       Kind = "call.finished"
 	KindCallDecided        Kind = "call.decided"
+	// KindGatewayRejected: the gateway (mcpledger serve --http) refused a
+	// request: a missing or wrong bearer token, or a Host or Origin it does
+	// not serve.
+	KindGatewayRejected Kind = "gateway.rejected"
 )
 
 // Decisions: what fsm.Decide concluded from an input.
@@ -49,7 +53,7 @@ func Kinds() []Kind {
 		KindReconnectRequested, KindProcessSpawned, KindTransportOpened, KindConnectFailed,
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
-		KindCallStarted, KindCallFinished, KindCallDecided,
+		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected,
 		KindSessionStopped, KindReloadDecided, KindAdmissionDecided, KindServerTransitioned,
 		KindTimerScheduled, KindApprovalRequested, KindToolsPinned, KindToolsChanged,
 	}
@@ -64,7 +68,7 @@ func (k Kind) IsInput() bool {
 		KindReconnectRequested, KindProcessSpawned, KindTransportOpened, KindConnectFailed,
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
-		KindCallStarted, KindCallFinished, KindCallDecided:
+		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected:
 		return true
 	}
 	return false
@@ -131,6 +135,8 @@ func newPayload(k Kind) (Payload, error) {
 		return &CallFinished{}, nil
 	case KindCallDecided:
 		return &CallDecided{}, nil
+	case KindGatewayRejected:
+		return &GatewayRejected{}, nil
 	case KindSessionStopped:
 		return &SessionStopped{}, nil
 	case KindReloadDecided:

@@ -369,6 +369,30 @@ type CallDecided struct {
 	Reason  string `msgpack:"reason,omitempty" json:"reason,omitempty"`
 }
 
+// Reasons the gateway refuses a request (GatewayRejected.Reason).
+const (
+	RejectMissingToken = "missing_token"
+	RejectWrongToken   = "wrong_token"
+	RejectHost         = "host"
+	RejectOrigin       = "origin"
+)
+
+// GatewayRejected records a request the gateway refused before any MCP
+// message in it was read: Status is the HTTP status it answered (401 for a
+// missing or wrong bearer token, 403 for a Host or Origin it does not
+// serve). The token itself is never recorded. Rejections are journaled at
+// a bounded rate; Suppressed counts those not journaled since the previous
+// record.
+type GatewayRejected struct {
+	Remote     string `msgpack:"remote" json:"remote"`
+	Reason     string `msgpack:"reason" json:"reason"`
+	Status     int    `msgpack:"status" json:"status"`
+	Method     string `msgpack:"method,omitempty" json:"method,omitempty"`
+	Host       string `msgpack:"host,omitempty" json:"host,omitempty"`
+	Origin     string `msgpack:"origin,omitempty" json:"origin,omitempty"`
+	Suppressed int    `msgpack:"suppressed,omitempty" json:"suppressed,omitempty"`
+}
+
 // CallFinished records the result of a call.
 type CallFinished struct {
 	CallID     string `msgpack:"call_id" json:"call_id"`
@@ -506,6 +530,7 @@ func (*TimerFired) Kind() Kind         { return KindTimerFired }
 func (*CallStarted) Kind() Kind        { return KindCallStarted }
 func (*CallFinished) Kind() Kind       { return KindCallFinished }
 func (*CallDecided) Kind() Kind        { return KindCallDecided }
+func (*GatewayRejected) Kind() Kind    { return KindGatewayRejected }
 func (*SessionStopped) Kind() Kind     { return KindSessionStopped }
 func (*ReloadDecided) Kind() Kind      { return KindReloadDecided }
 func (*AdmissionDecided) Kind() Kind   { return KindAdmissionDecided }
