@@ -43,6 +43,7 @@ const (
 	ReasonExhausted       Reason = "attempts_exhausted"
 	ReasonToolChanged     Reason = "tool_changed"
 	ReasonReconnect       Reason = "reconnect_requested"
+	ReasonInterrupted     Reason = "interrupted" // the session's mcpledger died without stopping
 )
 
 // ErrorClass classifies why a connection attempt or a live session failed.

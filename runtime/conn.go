@@ -155,7 +155,7 @@ func (c *conn) open() (mcp.Transport, error) {
 	m := c.m
 	switch c.spec.Config.Transport {
 	case events.TransportStdio:
-		p, err := spawn(&c.spec)
+		p, err := spawn(&c.spec, m.opts.ShimPath)
 		if err != nil {
 			return nil, err
 		}

@@ -302,11 +302,21 @@ func (m *Manager) loadHistory(ctx context.Context) error {
 	window := fsm.WithDefaults(m.opts.Decider).StormWindowMs * 1e6
 	now := m.opts.Now().UnixNano()
 	var last uuid.UUID
+	var lastState fsm.State // the last session, folded, in case it must be closed
+	var lastSeq uint64
+	pgids := map[string]int{} // the last session's live process groups by server
 	stopped := map[uuid.UUID]bool{}
 	err := m.j.ReadAll(ctx, 0, func(e events.Event) error {
 		m.set.Apply(e)
-		last = e.Session
+		if e.Session != last {
+			last, lastState, pgids = e.Session, fsm.State{}, map[string]int{}
+		}
+		lastState, lastSeq = fsm.Evolve(lastState, e), e.Seq
 		switch p := e.Payload.(type) {
+		case *events.ProcessSpawned:
+			pgids[e.Server] = p.PGID
+		case *events.ProcessExited:
+			delete(pgids, e.Server)
 		case *events.ServerTransitioned:
 			if p.To == events.StateLaunching && now-e.Time < window && e.Time <= now {
 				h.launches[e.Server] = append(h.launches[e.Server], e.Time)
@@ -321,8 +331,45 @@ func (m *Manager) loadHistory(ctx context.Context) error {
 	}
 	if last != uuid.Nil && !stopped[last] {
 		h.previous = last.String()
+		if err := m.closeInterrupted(ctx, last, lastState, lastSeq, pgids, now); err != nil {
+			return fmt.Errorf("close interrupted session %s: %w", last, err)
+		}
 	}
 	m.history = h
+	return nil
+}
+
+// closeInterrupted records that session sid ended without stopping (its
+// mcpledger was killed): it appends to that session a stop.requested with
+// reason interrupted and the decisions the decider makes for it, so the
+// session reads as ended and still replays. Process groups of that session
+// whose leader is gone but whose members survived are killed; a group whose
+// leader pid exists is left alone (the pid may have been reused).
+func (m *Manager) closeInterrupted(ctx context.Context, sid uuid.UUID, st fsm.State, lastSeq uint64, pgids map[string]int, now int64) error {
+	for _, pgid := range pgids {
+		if pgid > 0 {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pgid)); os.IsNotExist(err) {
+				_ = killGroup(pgid)
+			}
+		}
+	}
+	in := events.Event{Session: sid, Seq: lastSeq + 1, Time: now, Kind: events.KindStopRequested, ID: events.NewID(),
+		Payload: &events.StopRequested{Reason: events.ReasonInterrupted, By: "the next session, " + m.sid.String()}}
+	decs, err := fsm.Decide(st, in)
+	if err != nil {
+		return err
+	}
+	out := []events.Event{in}
+	for _, d := range decs {
+		d.Seq, d.ID = lastSeq+uint64(len(out))+1, events.NewID()
+		out = append(out, d)
+	}
+	if err := m.j.Append(ctx, sid, out); err != nil {
+		return err
+	}
+	for _, e := range out {
+		m.set.Apply(e)
+	}
 	return nil
 }
 

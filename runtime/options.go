@@ -81,6 +81,12 @@ type Options struct {
 	// Command names what started the session ("run", "demo", …), recorded
 	// in session.started.
 	Command string
+	// ShimPath is an executable that acts as a server shim when started
+	// with MCPLEDGER_SHIM=1 (a program that calls RunShimIfRequested first
+	// in main; mcpledger's CLI passes its own executable). With it, a stdio
+	// server's whole process group ends even if this process is killed.
+	// Empty: servers are spawned directly.
+	ShimPath string
 	// Now is the clock (default time.Now). Every event's time comes from it.
 	Now func() time.Time
 

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,14 +36,27 @@ type process struct {
 }
 
 // spawn starts spec's command in a new process group with stdio pipes.
-// The child gets SIGKILL if mcpledger dies (Pdeathsig), so a kill -9 of
-// mcpledger does not leave it running.
-func spawn(spec *ServerSpec) (*process, error) {
+// With a shim (see RunShimIfRequested) the shim leads the group and ends it
+// all if mcpledger dies; without one the child gets SIGKILL if mcpledger
+// dies (Pdeathsig), but its own children may outlive it.
+func spawn(spec *ServerSpec, shim string) (*process, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	// The server inherits mcpledger's environment plus its own env block.
 	cmd.Env = append(cmd.Environ(), spec.Env...)
 	cmd.Dir = spec.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if shim != "" {
+		// Resolve the command here, so a missing executable is a spawn
+		// error, not an exit of the shim.
+		path, err := lookPath(spec.Command, cmd.Env, spec.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		cmd = exec.Command(shim, append([]string{"--", path}, spec.Args...)...)
+		cmd.Env = append(append(os.Environ(), spec.Env...), shimEnv+"=1")
+		cmd.Dir = spec.Cwd
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -57,6 +72,44 @@ func spawn(spec *ServerSpec) (*process, error) {
 	}
 	p.pid = cmd.Process.Pid
 	return p, nil
+}
+
+// lookPath resolves command as exec would in the child: through PATH from
+// env when it has no slash, relative to dir when it does.
+func lookPath(command string, env []string, dir string) (string, error) {
+	if strings.Contains(command, "/") {
+		p := command
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return "", fmt.Errorf("exec: %q: %w", command, err)
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return "", fmt.Errorf("exec: %q: not an executable file", command)
+		}
+		return p, nil
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v // the last one wins, as in the child
+		}
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, command)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			if !filepath.IsAbs(p) && dir != "" {
+				p = filepath.Join(dir, p)
+			}
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("exec: %q: executable file not found in $PATH", command)
 }
 
 // wait reaps the leader; it is run by exactly one goroutine, which owns it.

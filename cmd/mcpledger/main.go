@@ -8,9 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	rt "github.com/mcpledger/mcpledger/runtime"
 )
 
 func main() {
+	// Started by the runtime as a server's shim? Then be one (never returns).
+	rt.RunShimIfRequested()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -59,6 +59,11 @@ func (c *configFlags) loader(e *env) func() rt.LoadedConfig {
 
 func (c *configFlags) options(e *env, command string) (*rt.Options, error) {
 	o := &rt.Options{Config: c.loader(e), Command: command, Build: buildID(), Version: version()}
+	// This binary is a shim too (main calls RunShimIfRequested): servers'
+	// process groups end even if mcpledger is killed.
+	if exe, err := os.Executable(); err == nil {
+		o.ShimPath = exe
+	}
 	// MCPLEDGER_DECIDER tunes backoff, attempts, the storm breaker and ping
 	// failures: a JSON object of events.DeciderOptions fields, e.g.
 	// {"backoff_base_ms":500,"max_attempts":8}. Unset fields keep defaults.
