@@ -1,0 +1,139 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
+)
+
+// ---- commands on servers (stop, reconnect, reload, refresh) and shutting the manager down ----
+
+// Stop stops one server; it stays stopped until Reconnect.
+func (m *Manager) Stop(ctx context.Context, name string) error {
+	return m.command(ctx, name, &events.StopRequested{Reason: events.ReasonStopRequested, By: "api"})
+}
+
+// Reconnect reconnects one server now: a failed or stopped one is
+// relaunched, a reconnecting one skips its backoff wait, a running one is
+// restarted. The storm breaker still applies.
+func (m *Manager) Reconnect(ctx context.Context, name string) error {
+	return m.command(ctx, name, &events.ReconnectRequested{By: "api"})
+}
+
+// ReconnectFailed reconnects every failed server.
+func (m *Manager) ReconnectFailed(ctx context.Context) error {
+	return m.command(ctx, "", &events.ReconnectRequested{FailedOnly: true, By: "api"})
+}
+
+// Reload re-reads the configuration and reconciles: added servers start,
+// removed ones stop, changed ones restart, unchanged ones are untouched.
+func (m *Manager) Reload(ctx context.Context) error {
+	_, err := m.observeConfig(ctx, "manual")
+	return err
+}
+
+// Refresh re-lists a ready server's tools now.
+func (m *Manager) Refresh(ctx context.Context, name string) error {
+	var found, ready bool
+	if !m.onLoop(ctx, func() {
+		_, found = m.state.Server(name)
+		if c := m.conns[name]; c != nil && m.view.Load().live[name] == c {
+			ready = true
+			c.requestRelist("refresh")
+		}
+	}) {
+		return ErrShuttingDown
+	}
+	switch {
+	case !found:
+		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
+	case !ready:
+		st, _ := m.view.Load().Server(name)
+		return &UnavailableError{Server: name, State: st.State, Reason: st.Reason, Detail: "only a ready server can be re-listed"}
+	}
+	return nil
+}
+
+func (m *Manager) command(ctx context.Context, server string, p events.Payload) error {
+	_, err := m.submit(ctx, server, p, true)
+	if errors.Is(err, fsm.ErrUnknownServer) {
+		return fmt.Errorf("%w: %q", ErrUnknownServer, server)
+	}
+	return err
+}
+
+// Close stops the session: it fails every call still pending with
+// ErrShuttingDown, journals the stop, stops every server (no process
+// outlives Close), and waits for every goroutine the manager started.
+func (m *Manager) Close() error { return m.Shutdown("shutdown") }
+
+// Shutdown is Close with a note on who or what asked for it (a signal,
+// "--once"), recorded on the stop.requested event.
+func (m *Manager) Shutdown(by string) error {
+	m.closeOnce.Do(func() {
+		m.callMu.Lock()
+		m.closing = true
+		m.callMu.Unlock()
+		m.callCancel()
+		waitBounded(m.calls.Wait, 5*time.Second)
+		if m.started.Load() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if _, err := m.submit(ctx, "", &events.StopRequested{Reason: events.ReasonShutdown, By: by}, true); err != nil && !errors.Is(err, ErrShuttingDown) {
+				m.closeErr = err
+			}
+			// Let the stopped servers' last observations (their exits) be
+			// journaled: wait for the teardowns, then for the loop to
+			// drain what they posted.
+			waitBounded(m.teardown.Wait, 5*time.Second)
+			m.onLoop(ctx, func() {})
+			if m.lastLaterWait(ctx) != nil && m.closeErr == nil {
+				m.closeErr = fmt.Errorf("%w: the last relaxed records did not reach the disk", ErrJournal)
+			}
+			cancel()
+		}
+		m.cancel()
+		<-m.loopDoneOrClosed()
+		// The loop has ended: its connections are ours now. Anything the
+		// stop decision did not reach is killed.
+		for name, c := range m.conns {
+			delete(m.conns, name)
+			c.shutdown(false)
+		}
+		m.wg.Wait()
+	})
+	return m.closeErr
+}
+
+func (m *Manager) loopDoneOrClosed() <-chan struct{} {
+	if !m.started.Load() {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return m.loopDone
+}
+
+func (m *Manager) lastLaterWait(ctx context.Context) error {
+	var w func(context.Context) error
+	m.onLoop(ctx, func() { w = m.lastLater })
+	if w == nil {
+		return nil
+	}
+	return w(ctx)
+}
+
+func waitBounded(wait func(), d time.Duration) {
+	done := make(chan struct{})
+	go func() { // ends when wait returns; bounded by the calls' own deadlines
+		wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
