@@ -64,8 +64,9 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	stopWatch := watchStates(m, w)
+	startupDone, stopWatch := watchStates(m, w, false)
 	rep, err := m.Start(ctx)
+	startupDone()
 	if err != nil {
 		stopWatch()
 		m.Close()

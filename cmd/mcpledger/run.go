@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	// The state printer and this goroutine both write to stderr.
+	tty := isTerminal(c.env.stderr)
 	c.env.stderr = &syncWriter{w: c.env.stderr}
 	j, path, err := f.openWritable()
 	if err != nil {
@@ -42,8 +44,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	stopWatch := watchStates(m, c.env.stderr)
+	startupDone, stopWatch := watchStates(m, c.env.stderr, tty)
 	rep, err := m.Start(ctx)
+	startupDone()
 	if err != nil {
 		stopWatch()
 		m.Close()
@@ -121,20 +124,64 @@ func settle(ctx context.Context, m *rt.Manager) {
 	}
 }
 
-// watchStates prints every server state change to w as it happens. The
-// returned func stops it and waits for the printer to end.
-func watchStates(m *rt.Manager, w io.Writer) (stop func()) {
+// watchStates prints every server state change to w as it happens, and
+// says when a server starts waiting for an approval. On a terminal, until
+// startupDone is called, it keeps one live line per server (state and
+// elapsed time) redrawn in place instead. stop ends it and waits.
+func watchStates(m *rt.Manager, w io.Writer, tty bool) (startupDone, stop func()) {
 	views, cancel := m.Subscribe()
 	done := make(chan struct{})
 	quit := make(chan struct{})
+	started := make(chan struct{})
+	redrawn := make(chan struct{}) // closed once the live block is final
+	var startOnce sync.Once
 	go func() { // owned: stop() ends it and waits
 		defer close(done)
 		last := map[string]projections.ServerStatus{}
+		settledAt := map[string]time.Duration{}
+		promptable := map[string]bool{}
 		t0 := time.Now()
+		var v *rt.View
+		drawn := 0
+		live := tty
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		redraw := func() {
+			if v == nil {
+				return
+			}
+			if drawn > 0 {
+				fmt.Fprintf(w, "\x1b[%dA", drawn)
+			}
+			for _, s := range v.Status {
+				el, ok := settledAt[s.Name]
+				if !ok {
+					el = time.Since(t0)
+				}
+				line := fmt.Sprintf("%-16s %-12s %7s", s.Name, s.State, el.Round(10*time.Millisecond))
+				if s.Reason != "" {
+					line += " (" + string(s.Reason) + ")"
+				}
+				fmt.Fprintf(w, "\x1b[2K%s\n", line)
+			}
+			drawn = len(v.Status)
+		}
 		for {
-			var v *rt.View
 			select {
 			case v = <-views:
+			case <-tick.C:
+				if live {
+					redraw()
+				}
+				continue
+			case <-started:
+				started = nil
+				if live {
+					redraw()
+					live = false
+				}
+				close(redrawn)
+				continue
 			case <-quit:
 				return
 			}
@@ -144,6 +191,14 @@ func watchStates(m *rt.Manager, w io.Writer) (stop func()) {
 					continue
 				}
 				last[s.Name] = s
+				if s.State == events.StateReady || s.State == events.StateFailed || s.State == events.StateStopped {
+					settledAt[s.Name] = time.Since(t0)
+				} else {
+					delete(settledAt, s.Name)
+				}
+				if live {
+					continue
+				}
 				line := fmt.Sprintf("%7s  %-16s %-12s", time.Since(t0).Round(time.Millisecond), s.Name, s.State)
 				if s.Attempt > 1 {
 					line += fmt.Sprintf(" attempt %d", s.Attempt)
@@ -159,11 +214,41 @@ func watchStates(m *rt.Manager, w io.Writer) (stop func()) {
 				}
 				fmt.Fprintln(w, line)
 			}
+			if live {
+				redraw()
+			}
+			now := map[string]bool{}
+			for _, name := range v.Promptable() {
+				now[name] = true
+				if !promptable[name] {
+					fmt.Fprintf(w, "%s awaits approval of its config: mcpledger approve %s (or reject %s)\n", name, name, name)
+					drawn = 0
+				}
+			}
+			promptable = now
 		}
 	}()
 	return func() {
-		cancel()
-		close(quit)
-		<-done
+			startOnce.Do(func() {
+				close(started)
+				select { // the final live block is drawn before anything else prints
+				case <-redrawn:
+				case <-done:
+				}
+			})
+		}, func() {
+			cancel()
+			close(quit)
+			<-done
+		}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
