@@ -45,12 +45,47 @@ func NewEncoder() *Encoder {
 // record carries the kind's current version. The payload must be the
 // kind's current payload struct.
 func (c *Encoder) Append(dst []byte, e *Event) ([]byte, error) {
+	if err := c.encodePayload(e); err != nil {
+		return dst, err
+	}
+	return AppendRecord(dst, e, c.buf.Bytes())
+}
+
+// AppendPayload appends the encoding of e's payload to dst: the part of
+// e's record that follows its header, and depends on the payload alone.
+// With [AppendRecord] it splits Append in two, so that the payload, the
+// costly part, can be encoded before the envelope is complete (the
+// journal encodes payloads in the appending goroutines and the envelopes
+// in its writer). It checks e as Append does.
+func (c *Encoder) AppendPayload(dst []byte, e *Event) ([]byte, error) {
+	if err := c.encodePayload(e); err != nil {
+		return dst, err
+	}
+	return append(dst, c.buf.Bytes()...), nil
+}
+
+// encodePayload checks e and encodes its payload into c.buf.
+func (c *Encoder) encodePayload(e *Event) error {
 	if e.Payload == nil {
-		return dst, fmt.Errorf("encode %s: %w: nil payload", e.Kind, ErrUnknownKind)
+		return fmt.Errorf("encode %s: %w: nil payload", e.Kind, ErrUnknownKind)
 	}
 	if e.Payload.Kind() != e.Kind {
-		return dst, fmt.Errorf("encode: kind %q with payload of kind %q: %w", e.Kind, e.Payload.Kind(), ErrUnknownKind)
+		return fmt.Errorf("encode: kind %q with payload of kind %q: %w", e.Kind, e.Payload.Kind(), ErrUnknownKind)
 	}
+	if version(e.Kind) == 0 {
+		return fmt.Errorf("encode: %w: %q", ErrUnknownKind, string(e.Kind))
+	}
+	c.buf.Reset()
+	if err := c.enc.Encode(e.Payload); err != nil {
+		return fmt.Errorf("encode %s payload: %w", e.Kind, err)
+	}
+	return nil
+}
+
+// AppendRecord appends to dst the record of e whose payload, encoded by
+// [Encoder.AppendPayload], is payload: the same bytes Append gives. Only
+// e's envelope is read (e.Payload is not). It fails for an unknown kind.
+func AppendRecord(dst []byte, e *Event, payload []byte) ([]byte, error) {
 	v := version(e.Kind)
 	if v == 0 {
 		return dst, fmt.Errorf("encode: %w: %q", ErrUnknownKind, string(e.Kind))
@@ -58,11 +93,7 @@ func (c *Encoder) Append(dst []byte, e *Event) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0) // CRC placeholder
 	dst = appendHeader(dst, e, v)
-	c.buf.Reset()
-	if err := c.enc.Encode(e.Payload); err != nil {
-		return dst[:start], fmt.Errorf("encode %s payload: %w", e.Kind, err)
-	}
-	dst = append(dst, c.buf.Bytes()...)
+	dst = append(dst, payload...)
 	binary.BigEndian.PutUint32(dst[start:], crc32.Checksum(dst[start+4:], castagnoli))
 	return dst, nil
 }

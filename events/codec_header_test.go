@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -200,5 +201,30 @@ func TestDecodeAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _, _ = d.Decode(rec) }); n > 4 {
 		t.Errorf("Decode allocates %v times per record, want ≤ 4", n)
+	}
+}
+
+// TestAppendPayloadRecord: a record assembled from AppendPayload and
+// AppendRecord is the record Append writes.
+func TestAppendPayloadRecord(t *testing.T) {
+	enc := NewEncoder()
+	for _, e := range sample() {
+		want, err := enc.Append([]byte("prefix"), &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := enc.AppendPayload([]byte("x"), &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Payload = nil // AppendRecord reads the envelope only
+		got, err := AppendRecord([]byte("prefix"), &e, payload[1:])
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: AppendRecord(AppendPayload) = %x, %v; Append = %x", e.Kind, got, err, want)
+		}
+	}
+	e := Event{Kind: "nope"}
+	if _, err := AppendRecord(nil, &e, nil); !errors.Is(err, ErrUnknownKind) {
+		t.Errorf("AppendRecord of an unknown kind: %v", err)
 	}
 }
