@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -76,8 +77,25 @@ type request struct {
 	session uuid.UUID
 	exp     Expect
 	evs     []events.Event // a copy of the caller's slice; the writer fills positions
-	p       *Pending
+	// payloads holds the events' encoded payloads back to back, event i's
+	// ending at ends[i]: they are encoded by the appending goroutine, so
+	// that the writer only adds envelopes (see events.AppendRecord).
+	payloads []byte
+	ends     []int
+	p        *Pending
 }
+
+// payload returns event i's encoded payload.
+func (r *request) payload(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = r.ends[i-1]
+	}
+	return r.payloads[start:r.ends[i]]
+}
+
+// encoders encode payloads in newRequest, on the appending goroutines.
+var encoders = sync.Pool{New: func() any { return events.NewEncoder() }}
 
 // newRequest validates an append and copies its events, giving each
 // event without an ID a fresh UUIDv7 and a missing Kind its payload's
@@ -118,7 +136,17 @@ func newRequest(session uuid.UUID, exp Expect, evs []events.Event) (*request, er
 			seen[e.ID] = struct{}{}
 		}
 	}
-	return &request{session: session, exp: exp, evs: cp, p: newPending()}, nil
+	r := &request{session: session, exp: exp, evs: cp, ends: make([]int, len(cp)), p: newPending()}
+	enc := encoders.Get().(*events.Encoder)
+	defer encoders.Put(enc)
+	for i := range cp {
+		var err error
+		if r.payloads, err = enc.AppendPayload(r.payloads, &cp[i]); err != nil {
+			return nil, fmt.Errorf("%w: event %d: %w", ErrInvalid, i, err)
+		}
+		r.ends[i] = len(r.payloads)
+	}
+	return r, nil
 }
 
 // kindVersions holds Kind.Version of every kind: Kind.Version allocates a

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,13 +26,22 @@ import (
 // 1,000 events per Update.
 func BenchmarkAppend(b *testing.B) {
 	for _, p := range []int{1, 8, 64} {
-		b.Run("producers="+strconv.Itoa(p), func(b *testing.B) { benchProducers(b, p) })
+		b.Run("producers="+strconv.Itoa(p), func(b *testing.B) { benchProducers(b, p, false) })
 	}
 	b.Run("baseline=update-per-event", func(b *testing.B) { benchRaw(b, 1) })
 	b.Run("baseline=batch-1000", func(b *testing.B) { benchRaw(b, 1000) })
 }
 
-func benchProducers(b *testing.B, producers int) {
+// BenchmarkAppendShared is BenchmarkAppend's producers all appending to
+// one session (with Any), as goroutines of one mcpledger process feeding
+// its session would if each appended on its own.
+func BenchmarkAppendShared(b *testing.B) {
+	for _, p := range []int{8, 64} {
+		b.Run("producers="+strconv.Itoa(p), func(b *testing.B) { benchProducers(b, p, true) })
+	}
+}
+
+func benchProducers(b *testing.B, producers int, shared bool) {
 	j, err := store.Open(filepath.Join(b.TempDir(), "journal.db"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -43,9 +53,13 @@ func benchProducers(b *testing.B, producers int) {
 	var wg sync.WaitGroup
 	w0, c0 := store.WriteStats(j)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
+	one := events.NewID()
 	for i := range producers {
 		sid := events.NewID()
+		if shared {
+			sid = one
+		}
 		wg.Go(func() {
 			for n := 0; left.Add(-1) >= 0; n++ {
 				ev := []events.Event{storetest.Event("server-"+strconv.Itoa(i), n, testTime)}
@@ -59,9 +73,23 @@ func benchProducers(b *testing.B, producers int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	reportCPU(b, cpu0, b.N)
 	w1, c1 := store.WriteStats(j)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	reportCommits(b, w1-w0, int64(c1-c0))
+}
+
+// cpuTime returns the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the process's CPU time per event since cpu0: unlike
+// events/s, it hardly depends on what else the machine is running.
+func reportCPU(b *testing.B, cpu0 time.Duration, events int) {
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/1e3/float64(events), "cpu-µs/event")
 }
 
 // reportCommits reports events and page writes (data and meta pages, as
@@ -91,7 +119,7 @@ func benchRaw(b *testing.B, perTx int) {
 	st := db.Stats()
 	w0, commits := st.TxStats.GetWrite(), int64(0)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for seq := 0; seq < b.N; {
 		commits++
 		err := db.Update(func(tx *bolt.Tx) error {
@@ -121,6 +149,7 @@ func benchRaw(b *testing.B, perTx int) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
+	reportCPU(b, cpu0, b.N)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	st = db.Stats()
 	reportCommits(b, st.TxStats.GetWrite()-w0, commits)
@@ -205,7 +234,7 @@ func BenchmarkReplay(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for range b.N {
 		n := 0
 		if err := j.ReadAll(ctx, 1, func(events.Event) error { n++; return nil }); err != nil {
@@ -217,6 +246,7 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
+	reportCPU(b, cpu0, b.N*replayEvents)
 	b.ReportMetric(float64(b.N*replayEvents)/elapsed.Seconds(), "events/s")
 }
 
@@ -241,7 +271,7 @@ func BenchmarkReadSession(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
-			start, total := time.Now(), 0
+			start, cpu0, total := time.Now(), cpuTime(), 0
 			for i := range b.N {
 				sid := c.f.sids[i%len(c.f.sids)]
 				n := 0
@@ -255,6 +285,7 @@ func BenchmarkReadSession(b *testing.B) {
 			}
 			elapsed := time.Since(start)
 			b.StopTimer()
+			reportCPU(b, cpu0, total)
 			b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
 			b.ReportMetric(float64(elapsed.Microseconds())/float64(b.N), "µs/session")
 		})

@@ -333,3 +333,53 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestAfterFailedCommit: after a commit fails (ErrFull), the writer goes
+// on from what the file holds: later appends to the same sessions, and
+// retries of acknowledged ones, are right, and the journal verifies.
+func TestAfterFailedCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path, &Options{MaxSize: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := t.Context()
+	a, b := events.NewID(), events.NewID()
+	var last AppendResult
+	for i := 0; ; i++ {
+		sid := a
+		if i%2 == 1 {
+			sid = b
+		}
+		evs := make([]events.Event, 20)
+		for k := range evs {
+			evs[k] = ev("s", i*20+k)
+		}
+		res, err := j.Append(ctx, sid, Any, evs)
+		if errors.Is(err, ErrFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sid == a {
+			last = res
+		}
+	}
+	if res, err := j.Append(ctx, a, Any, last.Events); err != nil || !res.Duplicate {
+		t.Fatalf("retry after ErrFull = %+v, %v", res, err)
+	}
+	ok := 0
+	for i := range 50 {
+		if _, err := j.Append(ctx, []uuid.UUID{a, b}[i%2], Any, []events.Event{ev("s", i)}); err == nil {
+			ok++
+		} else if !errors.Is(err, ErrFull) {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d of 50 small appends fitted after ErrFull", ok)
+	if _, err := j.Verify(ctx); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+}

@@ -30,10 +30,10 @@ type staged struct {
 	res  AppendResult
 }
 
-// stager turns requests into staged appends. It owns an encoder, a
-// decoder, a hash and an arena, so it is used by one goroutine at a time.
+// stager turns requests into staged appends: it puts the envelopes around
+// the payloads newRequest encoded. It owns a decoder, a hash and an arena,
+// so it is used by one goroutine at a time.
 type stager struct {
-	enc *events.Encoder
 	dec *events.Decoder
 	sum hash.Hash
 	// arena holds every encoded value of the current transaction. bbolt's
@@ -45,7 +45,7 @@ type stager struct {
 }
 
 func newStager() *stager {
-	return &stager{enc: events.NewEncoder(), dec: events.NewDecoder(), sum: sha256.New()}
+	return &stager{dec: events.NewDecoder(), sum: sha256.New()}
 }
 
 // alloc returns n bytes of the arena that nothing else will write.
@@ -79,7 +79,7 @@ func (s *stager) stage(v view, r *request, gpos uint64) (staged, error) {
 		e := &r.evs[i]
 		e.Session, e.Seq, e.GPos, e.V = sid, info.LastSeq+1, gpos+1, kindVersion(e.Kind)
 		start := len(s.arena)
-		if s.arena, err = s.enc.Append(s.arena, e); err != nil {
+		if s.arena, err = events.AppendRecord(s.arena, e, r.payload(i)); err != nil {
 			return staged{}, fmt.Errorf("%w: event %d: %w", ErrInvalid, i, err)
 		}
 		rec := s.arena[start:len(s.arena):len(s.arena)]

@@ -75,6 +75,12 @@ func (w *recentIDs) abort() {
 	w.pending = w.pending[:0]
 }
 
+// reset forgets every ID.
+func (w *recentIDs) reset() {
+	clear(w.gpos)
+	w.ring, w.next, w.pending = w.ring[:0], 0, w.pending[:0]
+}
+
 // load fills w with the IDs of the last w.size records of log/. Records
 // that fail their CRC are skipped (reads and Verify report them) and
 // counted.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -90,12 +91,21 @@ func (j *Journal) write() {
 	batch := make([]*request, 0, 64)
 	results := make([]staged, 0, 64)
 	errs := make([]error, 0, 64)
+	acked := 0 // appends acknowledged by the last commit
 	for {
 		var r *request
 		select {
 		case r = <-j.reqs:
 		case <-j.quit:
 			return
+		}
+		if acked > 1 {
+			// The last commit acknowledged several appenders, who are now
+			// runnable: yield once, so that those quick to append again
+			// queue before the drain and share this commit rather than
+			// wait for the next. (Measured with 64 producers: 42 events
+			// per commit instead of 32; no timer is involved.)
+			runtime.Gosched()
 		}
 		batch = append(batch[:0], r)
 		n := len(r.evs)
@@ -132,6 +142,7 @@ func (j *Journal) write() {
 			}
 			batch[i] = nil
 		}
+		acked = len(batch)
 		if cap(st.arena) > 8<<20 {
 			st.arena = nil // don't keep a huge batch's arena forever
 		}
@@ -175,8 +186,15 @@ func (j *Journal) commit(st *stager, w *txWriter, batch []*request, results []st
 		}
 		return w.log.SetSequence(gpos)
 	})
+	w.end(err == nil)
 	if err != nil {
+		// bbolt may fail a commit whose pages reached the file (a failed
+		// fsync after the meta page was written), so what the writer
+		// remembers is rebuilt from the file.
+		w.forget()
 		j.ids.abort()
+		j.ids.reset()
+		_ = j.db.View(func(tx *bolt.Tx) error { j.ids.load(tx); return nil })
 		return 0, fmt.Errorf("commit: %w", translate(err))
 	}
 	j.ids.commit()
@@ -202,15 +220,21 @@ func (j *Journal) committed() <-chan struct{} {
 // txWriter is one write transaction's buckets and the heads of the
 // sessions it touched. It implements view over the transaction, so
 // staging sees what earlier requests of the batch wrote; heads are
-// written once per transaction, by flush.
+// written once per transaction, by flush. Across transactions it keeps
+// the committed heads of the sessions written lately, so that a session
+// appended to in every commit is not read back from the file each time.
 type txWriter struct {
 	log, sessions, index *bolt.Bucket
 	ids                  *recentIDs
 	dec                  *events.Decoder
 	heads                map[uuid.UUID]*txHead // sessions read or written in this transaction
 	dirty                []*txHead             // those written, in first-write order
+	cache                map[uuid.UUID]*txHead // heads as committed, of sessions written lately
 	free                 []*txHead
 }
+
+// maxCachedHeads bounds txWriter.cache.
+const maxCachedHeads = 1024
 
 // txHead is a session's head as the transaction has it.
 type txHead struct {
@@ -219,24 +243,54 @@ type txHead struct {
 }
 
 func newTxWriter(ids *recentIDs) *txWriter {
-	return &txWriter{ids: ids, dec: events.NewDecoder(), heads: make(map[uuid.UUID]*txHead)}
+	return &txWriter{ids: ids, dec: events.NewDecoder(),
+		heads: make(map[uuid.UUID]*txHead), cache: make(map[uuid.UUID]*txHead)}
 }
 
-// begin starts a transaction: it finds the buckets and forgets the
-// previous transaction's heads.
+// begin starts a transaction: it finds the buckets.
 func (w *txWriter) begin(tx *bolt.Tx) error {
+	w.end(false)
 	w.log, w.sessions, w.index = tx.Bucket(bucketLog), tx.Bucket(bucketSessions), tx.Bucket(bucketIndex)
 	if w.log == nil || w.sessions == nil || w.index == nil {
 		return fmt.Errorf("%w: missing top-level bucket", ErrNotJournal)
 	}
 	// FillPercent is not persisted: set it in every transaction.
 	w.log.FillPercent, w.sessions.FillPercent, w.index.FillPercent = fillLog, fillSessions, fillIndex
-	for _, h := range w.heads {
-		w.free = append(w.free, h)
+	return nil
+}
+
+// end closes the transaction's books: when it committed, the heads it
+// wrote become the cached ones.
+func (w *txWriter) end(committed bool) {
+	for sid, h := range w.heads {
+		if !committed || !h.dirty {
+			w.release(h)
+			continue
+		}
+		if old := w.cache[sid]; old != nil {
+			w.release(old)
+		} else if len(w.cache) >= maxCachedHeads {
+			w.forget()
+		}
+		h.dirty = false
+		w.cache[sid] = h
 	}
 	clear(w.heads)
 	w.dirty = w.dirty[:0]
-	return nil
+}
+
+// forget drops the cached heads.
+func (w *txWriter) forget() {
+	for _, c := range w.cache {
+		w.release(c)
+	}
+	clear(w.cache)
+}
+
+func (w *txWriter) release(h *txHead) {
+	if len(w.free) < maxCachedHeads {
+		w.free = append(w.free, h)
+	}
 }
 
 // load returns the session's head as this transaction has it.
@@ -251,16 +305,21 @@ func (w *txWriter) load(sid uuid.UUID) (*txHead, error) {
 		h = &txHead{}
 	}
 	runs := h.runs[:0]
-	*h = txHead{head: head{runs: runs}}
-	ok, err := loadHead(w.sessions, sid, &h.head)
-	if err != nil {
-		w.free = append(w.free, h)
-		return nil, err
+	if c := w.cache[sid]; c != nil {
+		*h = *c
+		h.runs = append(runs, c.runs...)
+	} else {
+		*h = txHead{head: head{runs: runs}}
+		ok, err := loadHead(w.sessions, sid, &h.head)
+		if err != nil {
+			w.release(h)
+			return nil, err
+		}
+		if !ok {
+			h.info, h.openSeq = SessionInfo{Session: sid}, 1
+		}
+		h.exists = ok
 	}
-	if !ok {
-		h.info, h.openSeq = SessionInfo{Session: sid}, 1
-	}
-	h.exists = ok
 	w.heads[sid] = h
 	return h, nil
 }
