@@ -84,7 +84,9 @@ func (c *conn) run() {
 		c.fail("spawn", err)
 		return
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
+	// A gateway (Options.Gateway, nil without one) adds sampling and
+	// elicitation, which it forwards to its clients.
+	client := m.opts.Gateway.newClient(c.server, &mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
 		&mcp.ClientOptions{
 			Logger: m.log,
 			// Advertise nothing we do not implement (no roots, sampling or

@@ -116,6 +116,13 @@ type Options struct {
 	// Retry sets how tools/list and ping retry on retriable transport
 	// errors (zero fields take the defaults).
 	Retry RetryOptions
+
+	// Gateway, set by Gateway.Bind, fronts this Manager (mcpledger serve):
+	// server connections then advertise sampling and elicitation and
+	// forward them, progress, log messages and resource updates to the
+	// gateway's clients. Nil: the connections advertise no client
+	// capabilities.
+	Gateway *Gateway
 }
 
 // RetryOptions set retries of tools/list and ping on retriable transport

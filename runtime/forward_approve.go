@@ -1,0 +1,62 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// approvalSchema is the form a client's user fills to approve a call.
+var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{"type":"boolean","title":"Allow this call",` +
+	`"description":"Allow the tool call described above to run once"}},"required":["approve"]}`)
+
+// maxApprovalArgs bounds how much of a call's arguments the approval
+// message shows.
+const maxApprovalArgs = 2000
+
+// approve is the Approver Bind installs: it asks the user of the client
+// that made the call, by elicitation, whether the call may run. A call
+// that did not come through the gateway, or whose client did not declare
+// the elicitation capability, is denied with a reason saying so. The
+// answer (or its absence) is journaled by the Manager as call.decided, by
+// "approver:elicitation:CLIENT/VERSION" (or "approver:gateway" when nobody
+// could be asked).
+func (g *Gateway) approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
+	gc := callOf(ctx)
+	if gc == nil {
+		return Approval{By: "gateway", Reason: "the call policy is ask and the call did not come through a gateway client that could be asked"}, nil
+	}
+	who := g.caller(gc.ss)
+	if c := capsOf(gc.ss); c.Elicitation == nil {
+		return Approval{By: "gateway", Reason: fmt.Sprintf("the call policy is ask: the call needs its user's approval, and the client (%s) did not declare the elicitation capability to ask for it; approve it with `mcpledger call`, or set the tool's policy to always", who)}, nil
+	}
+	by := "elicitation:" + strings.SplitN(who, " ", 2)[0]
+	args := string(req.Args)
+	if len(args) > maxApprovalArgs {
+		args = args[:maxApprovalArgs] + fmt.Sprintf("… (%d bytes in all)", len(req.Args))
+	}
+	msg := fmt.Sprintf("mcpledger: allow the tool %q of server %q to run?\nArguments: %s", req.Tool, req.Server, args)
+	if a := req.Annotations; a.Destructive != nil && *a.Destructive {
+		msg += "\nThe server marks this tool as destructive."
+	}
+	ectx, cancel := g.forwardContext(ctx, gc, g.opts.ApprovalTimeout)
+	defer cancel()
+	res, err := gc.ss.Elicit(ectx, &mcp.ElicitParams{Message: msg, RequestedSchema: approvalSchema})
+	switch {
+	case err != nil && ctx.Err() == nil && ectx.Err() != nil:
+		return Approval{By: by, Reason: fmt.Sprintf("no answer within %s", g.opts.ApprovalTimeout)}, nil
+	case err != nil:
+		return Approval{By: by}, fmt.Errorf("asking %s: %w", who, err)
+	case res.Action == "accept":
+		if ok, _ := res.Content["approve"].(bool); ok {
+			return Approval{Allow: true, By: by}, nil
+		}
+		return Approval{By: by, Reason: "the user did not approve the call"}, nil
+	case res.Action == "decline":
+		return Approval{By: by, Reason: "the user declined the call"}, nil
+	}
+	return Approval{By: by, Reason: "the user dismissed the approval request (" + sanitizeBy(res.Action) + ")"}, nil
+}

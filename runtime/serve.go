@@ -1,0 +1,431 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// GatewayProtocolVersions are the MCP versions the gateway speaks to its
+// clients. 2026-07-28 (go-sdk's default) is left out: its sessionless
+// requests have no server-to-client requests, which sampling, elicitation
+// and approval by elicitation need. A 2026 client falls back to
+// initialize with 2025-11-25.
+var GatewayProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// GatewayOptions configure a Gateway. The zero value is usable.
+type GatewayOptions struct {
+	// Logger receives operational logs. Nil is silent.
+	Logger *slog.Logger
+	// PlainNames exposes every tool, prompt and resource under the name or
+	// URI its server gave it, instead of namespaced (mcp__server__tool,
+	// mcpledger://server/URI). Two servers offering the same name is an
+	// error at Attach; a collision that appears later (a reload) keeps the
+	// name with the server that had it and hides the newcomer's.
+	PlainNames bool
+	// Name and Version are the gateway's serverInfo (default "mcpledger",
+	// "dev").
+	Name, Version string
+	// Instructions are sent to clients on initialize.
+	Instructions string
+	// ForwardTimeout bounds a sampling or elicitation request forwarded
+	// from a server to a client (default 10 min: a person may be
+	// answering).
+	ForwardTimeout time.Duration
+	// ApprovalTimeout bounds the elicitation that asks a client's user to
+	// approve a call under policy ask (default 5 min); no answer denies.
+	ApprovalTimeout time.Duration
+	// SettleTimeout bounds how long Attach waits for ready servers to list
+	// their resources and prompts (default 10 s).
+	SettleTimeout time.Duration
+}
+
+func (o GatewayOptions) withDefaults() GatewayOptions {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Name == "" {
+		o.Name = "mcpledger"
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.ForwardTimeout <= 0 {
+		o.ForwardTimeout = 10 * time.Minute
+	}
+	if o.ApprovalTimeout <= 0 {
+		o.ApprovalTimeout = 5 * time.Minute
+	}
+	if o.SettleTimeout <= 0 {
+		o.SettleTimeout = 10 * time.Second
+	}
+	return o
+}
+
+// Gateway exposes a Manager's live catalog as one MCP server (go-sdk
+// mcp.Server) that any MCP client can connect to: over stdio
+// (ServeStdio), Streamable HTTP (HTTPHandler) or any go-sdk transport
+// (Server().Connect).
+//
+// Tools keep their servers' schemas; calls go through the Manager
+// (validated, gated, journaled, redacted) with the client's identity
+// ("name/version session=ID") as the caller. Catalog changes reach clients
+// as notifications/tools/list_changed. Resources, resource templates and
+// prompts of ready servers are exposed too (folded from the session's
+// resources.listed and prompts.listed events), and reads, prompts,
+// completion and resource subscriptions pass through. Servers' sampling
+// and elicitation requests, progress and log messages are forwarded to
+// clients; progress and cancellation flow both ways. Under call policy
+// ask, the client's user is asked by elicitation (see Bind).
+//
+// # Usage
+//
+//	g := runtime.NewGateway(&runtime.GatewayOptions{})
+//	j = g.Bind(opts, j) // before runtime.New
+//	m, _ := runtime.New(j, opts)
+//	m.Start(ctx)
+//	if err := g.Attach(ctx, m); err != nil { … }
+//	g.ServeStdio(ctx, os.Stdin, os.Stdout) // or http.Serve(ln, g.HTTPHandler(…))
+//	m.Shutdown("…"); g.Close()
+//
+// # Concurrency
+//
+// Every method is safe for concurrent use. The Gateway owns one goroutine
+// that follows the Manager's views (Attach starts it, Close ends it) and a
+// goroutine per in-flight log-level change; Close waits for all of them.
+type Gateway struct {
+	opts   GatewayOptions
+	log    *slog.Logger
+	server *mcp.Server
+	extras *extrasCatalog
+	m      atomic.Pointer[Manager]
+	bound  atomic.Bool
+
+	ctx       context.Context // ends at Close
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	attached  atomic.Bool
+	closeOnce sync.Once
+	tokens    atomic.Uint64 // progress tokens sent upstream
+	local     atomic.Uint64 // ids of sessions without an Mcp-Session-Id
+
+	mu        sync.Mutex
+	closed    bool
+	tools     map[string]exposedTool // exposed name → tool
+	resources map[string]exposedItem // exposed URI → resource
+	templates map[string]exposedItem // exposed URI template → template
+	prompts   map[string]exposedItem // exposed name → prompt
+	hidden    map[string]bool        // collisions already logged
+	callers   map[*mcp.ServerSession]string
+	inflight  map[string][]*gwCall     // server → calls in flight, oldest first
+	progress  map[string]*gwCall       // progress token sent upstream → call
+	upTokens  map[string]upstreamToken // progress token sent downstream → upstream's
+	subs      map[exposedItem]int      // upstream subscriptions → downstream subscribers
+	logLevel  mcp.LoggingLevel         // most verbose level a client asked for
+	levelSent map[string]int           // server → attempt the level was sent to
+	rej       rejectLimiter
+}
+
+// gwCall is a tool call in flight through the gateway.
+type gwCall struct {
+	ss     *mcp.ServerSession
+	server string
+	token  any // the client's progress token, or nil
+	// rel carries the values (not the cancellation) of the client's
+	// request: messages sent to the client with it travel, over
+	// Streamable HTTP, on that request's stream (go-sdk routes by them).
+	rel context.Context
+
+	// Guarded by Gateway.mu: the progress tokens sent upstream for it, and
+	// its progress forwarding (see linger).
+	sent         []string
+	forwarding   int
+	lastProgress time.Time
+}
+
+type gwCallKey struct{}
+
+// callOf returns the gateway call ctx belongs to, or nil.
+func callOf(ctx context.Context) *gwCall {
+	c, _ := ctx.Value(gwCallKey{}).(*gwCall)
+	return c
+}
+
+// NewGateway returns a Gateway. It serves nothing until Attach.
+func NewGateway(opts *GatewayOptions) *Gateway {
+	var o GatewayOptions
+	if opts != nil {
+		o = *opts
+	}
+	o = o.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &Gateway{opts: o, log: o.Logger, extras: newExtrasCatalog(), ctx: ctx, cancel: cancel,
+		tools: map[string]exposedTool{}, resources: map[string]exposedItem{}, templates: map[string]exposedItem{},
+		prompts: map[string]exposedItem{}, hidden: map[string]bool{}, callers: map[*mcp.ServerSession]string{},
+		inflight: map[string][]*gwCall{}, progress: map[string]*gwCall{}, upTokens: map[string]upstreamToken{},
+		subs: map[exposedItem]int{}, levelSent: map[string]int{}}
+	g.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
+		Instructions: o.Instructions,
+		Logger:       o.Logger,
+		// The catalog changes while clients are connected: advertise every
+		// feature with list_changed from the start (a server without tools at
+		// connect would otherwise advertise none, go-sdk-notes.md §6.10).
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Logging:     &mcp.LoggingCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+		},
+		SupportedProtocolVersions:   GatewayProtocolVersions,
+		CompletionHandler:           g.complete,
+		SubscribeHandler:            g.subscribe,
+		UnsubscribeHandler:          g.unsubscribe,
+		ProgressNotificationHandler: g.downstreamProgress,
+		InitializedHandler:          g.initialized,
+	})
+	g.server.AddReceivingMiddleware(g.setLevelMiddleware)
+	return g
+}
+
+// Server returns the gateway's MCP server, to connect clients over other
+// transports (mcp.NewInMemoryTransports in tests).
+func (g *Gateway) Server() *mcp.Server { return g.server }
+
+// Bind prepares the options and journal of the Manager g will front, and
+// must be called before runtime.New: it sets o.Gateway (so the Manager's
+// clients advertise sampling and elicitation and forward them, with
+// progress, log messages and resource updates, to g) and, if o.Approver is
+// nil, makes g the approver of calls under policy ask: the client that
+// made the call is asked by elicitation, and a client without the
+// elicitation capability gets a denial saying so. It returns the journal to
+// give runtime.New: j, with the session's events also folded into g's
+// resources and prompts.
+func (g *Gateway) Bind(o *Options, j Journal) Journal {
+	o.Gateway = g
+	if o.Approver == nil {
+		o.Approver = g.approve
+	}
+	g.bound.Store(true)
+	return teeJournal{Journal: j, cat: g.extras}
+}
+
+// Attach starts serving m's catalog, which must have been created with
+// the options and journal of Bind and started. It waits (up to
+// SettleTimeout) for ready servers to list their resources and prompts,
+// and with PlainNames refuses names that two servers share, naming both.
+func (g *Gateway) Attach(ctx context.Context, m *Manager) error {
+	if !g.bound.Load() || m.opts.Gateway != g {
+		return errors.New("runtime: gateway: the Manager was not created with the options and journal of Gateway.Bind")
+	}
+	if !m.started.Load() {
+		return ErrNotStarted
+	}
+	if g.attached.Swap(true) {
+		return errors.New("runtime: gateway: already attached")
+	}
+	g.m.Store(m)
+	g.waitSettled(ctx)
+	v := m.Snapshot()
+	if g.opts.PlainNames {
+		if err := g.collisions(v); err != nil {
+			return err
+		}
+	}
+	g.syncTools(v)
+	g.syncExtras()
+	views, cancel := m.Subscribe()
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer cancel()
+		g.follow(views)
+	}()
+	return nil
+}
+
+// waitSettled waits until every ready server has listed the resources and
+// prompts its capabilities promise, or SettleTimeout passes.
+func (g *Gateway) waitSettled(ctx context.Context) {
+	t := time.NewTimer(g.opts.SettleTimeout)
+	defer t.Stop()
+	for {
+		if _, _, ok := g.extras.snapshot(); ok {
+			return
+		}
+		select {
+		case <-g.extras.changed:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// follow keeps the exposed catalog in step with the Manager until Close.
+func (g *Gateway) follow(views <-chan *View) {
+	for {
+		select {
+		case v := <-views:
+			g.syncTools(v)
+		case <-g.extras.changed:
+			g.syncExtras()
+		case <-g.ctx.Done():
+			return
+		}
+	}
+}
+
+// ServeStdio serves one client over r and w (newline-delimited JSON-RPC,
+// as MCP stdio) until the client closes r or ctx ends.
+func (g *Gateway) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	rc, ok := r.(io.ReadCloser)
+	if !ok {
+		rc = io.NopCloser(r)
+	}
+	err := g.server.Run(ctx, &mcp.IOTransport{Reader: rc, Writer: nopWriteCloser{w}})
+	if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// Close ends the gateway: calls in flight through it are cancelled, client
+// sessions are closed (waiting at most 2 s for each), and its goroutines
+// are waited for. Close the Manager separately (before Close, so that
+// calls in flight fail with ErrShuttingDown rather than as cancelled).
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		g.mu.Lock()
+		g.closed = true
+		g.mu.Unlock()
+		g.cancel()
+		var wg sync.WaitGroup
+		for ss := range g.server.Sessions() {
+			wg.Add(1)
+			go func() { // bounded: the session's handlers end with g.ctx
+				defer wg.Done()
+				_ = ss.Close()
+			}()
+		}
+		waitBounded(wg.Wait, 2*time.Second)
+		g.wg.Wait()
+	})
+	return nil
+}
+
+// initialized records a client's identity once its session is initialized.
+func (g *Gateway) initialized(_ context.Context, req *mcp.InitializedRequest) {
+	ss := req.Session
+	id := ss.ID()
+	if id == "" {
+		id = strconv.FormatUint(g.local.Add(1), 10)
+	}
+	name, ver := "unknown", ""
+	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+		name, ver = ip.ClientInfo.Name, ip.ClientInfo.Version
+	}
+	who := fmt.Sprintf("%s/%s session=%s", sanitizeBy(name), sanitizeBy(ver), id)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	g.callers[ss] = who
+	g.wg.Add(1)
+	go func() { // ends when the session does (Close closes them all)
+		defer g.wg.Done()
+		_ = ss.Wait()
+		g.mu.Lock()
+		delete(g.callers, ss)
+		g.mu.Unlock()
+	}()
+}
+
+// caller returns the identity of the client of ss.
+func (g *Gateway) caller(ss *mcp.ServerSession) string {
+	g.mu.Lock()
+	who, ok := g.callers[ss]
+	g.mu.Unlock()
+	if ok {
+		return who
+	}
+	name := "unknown"
+	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+		name = sanitizeBy(ip.ClientInfo.Name) + "/" + sanitizeBy(ip.ClientInfo.Version)
+	}
+	return name + " session=" + ss.ID()
+}
+
+// callTool is the handler of every exposed tool.
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	m := g.m.Load()
+	g.mu.Lock()
+	t, ok := g.tools[req.Params.Name]
+	g.mu.Unlock()
+	if !ok || m == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(g.ctx, cancel) // Close cancels calls in flight
+	defer stop()
+	gc := &gwCall{ss: req.Session, server: t.server, token: req.Params.GetProgressToken(), rel: context.WithoutCancel(ctx)}
+	g.track(gc, true)
+	defer g.track(gc, false)
+	ctx = context.WithValue(ctx, gwCallKey{}, gc)
+	var args any
+	if len(req.Params.Arguments) > 0 {
+		args = req.Params.Arguments
+	}
+	r, err := m.CallToolWith(ctx, t.catalog, args, &CallOptions{Caller: g.caller(req.Session)})
+	g.linger(gc)
+	if r != nil && r.Result != nil {
+		return r.Result, nil // isError results (unknown tool, tool errors) as the server sent them
+	}
+	if err == nil {
+		return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+	}
+	if ctx.Err() != nil && g.ctx.Err() == nil {
+		return nil, err // the client cancelled: nobody reads the answer
+	}
+	// Everything else (denied, invalid arguments, unavailable, timed out,
+	// outcome unknown) is a tool error the model can read.
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "mcpledger: " + err.Error()}}}, nil
+}
+
+// track adds (or removes) a call in flight to its server.
+func (g *Gateway) track(gc *gwCall, add bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	calls := g.inflight[gc.server]
+	if add {
+		g.inflight[gc.server] = append(calls, gc)
+		return
+	}
+	for i, c := range calls {
+		if c == gc {
+			calls = append(calls[:i:i], calls[i+1:]...)
+			break
+		}
+	}
+	if len(calls) == 0 {
+		delete(g.inflight, gc.server)
+	} else {
+		g.inflight[gc.server] = calls
+	}
+}

@@ -1,0 +1,578 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
+)
+
+// How the gateway names what it exposes. Namespaced (the default):
+//
+//	tool      mcp__<server>__<tool>   (the catalog name, projections.ToolName)
+//	prompt    mcp__<server>__<prompt> (same scheme, disambiguated the same way)
+//	resource  mcpledger://<host>/<the server's URI>
+//	template  mcpledger://<host>/<the server's URI template>
+//
+// where <host> is the server's name when it is already lowercase
+// [a-z0-9_-], else that sanitized form plus "-" and 8 hex digits of the
+// name's SHA-256 (URI hosts are case-insensitive). With PlainNames every
+// name and URI is the server's own.
+
+// ResourceScheme is the URI scheme of namespaced resources.
+const ResourceScheme = "mcpledger"
+
+// exposedTool is a tool the gateway serves.
+type exposedTool struct {
+	server  string
+	catalog string // the Manager's catalog name
+	fp      string // definition fingerprint: re-added when it changes
+}
+
+// exposedItem is a resource, template or prompt the gateway serves, by
+// its server and the server's own URI, template or name.
+type exposedItem struct {
+	server string
+	name   string
+	fp     string
+}
+
+// uriHost returns the host part of server's namespaced URIs.
+func uriHost(server string) string {
+	h := strings.ToLower(sanitizeName(server))
+	if h == server && h != "" {
+		return h
+	}
+	sum := sha256.Sum256([]byte(server))
+	return h + "-" + hex.EncodeToString(sum[:4])
+}
+
+// uriPrefix returns what the gateway puts before server's URIs.
+func (g *Gateway) uriPrefix(server string) string {
+	if g.opts.PlainNames {
+		return ""
+	}
+	return ResourceScheme + "://" + uriHost(server) + "/"
+}
+
+// toolName returns the name e is exposed under.
+func (g *Gateway) toolName(e *projections.Entry) string {
+	if g.opts.PlainNames {
+		return e.Tool
+	}
+	return e.Name
+}
+
+// toolFingerprint changes whenever anything the gateway shows of e does.
+func toolFingerprint(e *projections.Entry) string {
+	a := e.Annotations
+	return strings.Join([]string{e.Title, e.Description, e.InputSchema, e.OutputSchema,
+		fmt.Sprint(ptrBool(a.ReadOnly), ptrBool(a.Destructive), ptrBool(a.Idempotent), ptrBool(a.OpenWorld))}, "\x00")
+}
+
+func ptrBool(b *bool) string {
+	if b == nil {
+		return "-"
+	}
+	return fmt.Sprint(*b)
+}
+
+// toolOfEntry builds the MCP tool of a catalog entry: the server's own
+// schemas. ok is false when the input schema is not a JSON object schema
+// (MCP requires one; go-sdk refuses the tool).
+func toolOfEntry(name string, e *projections.Entry) (t *mcp.Tool, ok bool) {
+	in := e.InputSchema
+	if in == "" || in == "null" {
+		in = `{"type":"object"}`
+	}
+	var obj map[string]any
+	if json.Unmarshal([]byte(in), &obj) != nil || obj["type"] != "object" {
+		return nil, false
+	}
+	t = &mcp.Tool{Name: name, Title: e.Title, Description: e.Description, InputSchema: json.RawMessage(in)}
+	if out := e.OutputSchema; out != "" && out != "null" && json.Valid([]byte(out)) {
+		t.OutputSchema = json.RawMessage(out)
+	}
+	a := e.Annotations
+	if a.ReadOnly != nil || a.Destructive != nil || a.Idempotent != nil || a.OpenWorld != nil {
+		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: a.ReadOnly != nil && *a.ReadOnly, DestructiveHint: a.Destructive,
+			IdempotentHint: a.Idempotent != nil && *a.Idempotent, OpenWorldHint: a.OpenWorld}
+	}
+	return t, true
+}
+
+// collisions returns an error naming every exposed name two servers
+// share (PlainNames), or nil.
+func (g *Gateway) collisions(v *View) error {
+	var out []string
+	seen := map[string]string{}
+	for i := range v.Catalog.Tools {
+		e := &v.Catalog.Tools[i]
+		name := g.toolName(e)
+		if s, ok := seen[name]; ok && s != e.Server {
+			out = append(out, fmt.Sprintf("tool %q is offered by servers %q and %q", name, s, e.Server))
+			continue
+		}
+		seen[name] = e.Server
+	}
+	snap, _, _ := g.extras.snapshot()
+	kinds := map[string]map[string]string{"prompt": {}, "resource": {}, "resource template": {}}
+	note := func(kind, name, server string) {
+		if s, ok := kinds[kind][name]; ok && s != server {
+			out = append(out, fmt.Sprintf("%s %q is offered by servers %q and %q", kind, name, s, server))
+			return
+		}
+		kinds[kind][name] = server
+	}
+	for _, s := range snap {
+		for _, p := range s.Prompts {
+			note("prompt", p.Name, s.Server)
+		}
+		for _, r := range s.Resources {
+			note("resource", r.URI, s.Server)
+		}
+		for _, t := range s.Templates {
+			note("resource template", t.URITemplate, s.Server)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return fmt.Errorf("runtime: gateway: --plain-names: names collide: %s; serve with namespaced names (without --plain-names), or leave one of the servers out (--allowed-servers)",
+		strings.Join(out, "; "))
+}
+
+// hide logs, once per name, that a newcomer's name is taken.
+func (g *Gateway) hide(kind, name, owner, other string) {
+	key := kind + "\x00" + name + "\x00" + other
+	if g.hidden[key] {
+		return
+	}
+	g.hidden[key] = true
+	g.log.Warn("gateway: name collision with --plain-names; the newcomer is hidden", "kind", kind, "name", name,
+		"served_by", owner, "hidden", other)
+}
+
+// owner picks which of the servers offering name serves it: the one that
+// already does, else the first (servers come sorted); the others are
+// hidden, logged once.
+func (g *Gateway) owner(kind, name string, servers []string, current string, had bool) string {
+	own := servers[0]
+	if had && slices.Contains(servers, current) {
+		own = current
+	}
+	for _, s := range servers {
+		if s != own {
+			g.hide(kind, name, own, s)
+		}
+	}
+	return own
+}
+
+// syncTools brings the exposed tools in line with view v: removed tools
+// are removed, new or changed ones (re)added; go-sdk then notifies
+// clients (notifications/tools/list_changed, debounced 10 ms).
+func (g *Gateway) syncTools(v *View) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	byName := make(map[string][]*projections.Entry, len(v.Catalog.Tools))
+	var names []string
+	for i := range v.Catalog.Tools {
+		e := &v.Catalog.Tools[i]
+		name := g.toolName(e)
+		if _, ok := byName[name]; !ok {
+			names = append(names, name)
+		}
+		byName[name] = append(byName[name], e)
+	}
+	want := make(map[string]exposedTool, len(names))
+	var add []*mcp.Tool
+	for _, name := range names {
+		es := byName[name]
+		e := es[0]
+		if len(es) > 1 { // only with PlainNames: catalog names are unique
+			servers := make([]string, len(es))
+			for i, x := range es {
+				servers[i] = x.Server
+			}
+			cur, had := g.tools[name]
+			own := g.owner("tool", name, servers, cur.server, had)
+			e = es[slices.Index(servers, own)]
+		}
+		t := exposedTool{server: e.Server, catalog: e.Name, fp: toolFingerprint(e)}
+		if cur, ok := g.tools[name]; ok && cur == t {
+			want[name] = t
+			continue
+		}
+		mt, ok := toolOfEntry(name, e)
+		if !ok {
+			g.hide("tool (input schema is not an object schema)", name, "", e.Server)
+			continue
+		}
+		want[name] = t
+		add = append(add, mt)
+	}
+	var remove []string
+	for name := range g.tools {
+		if _, ok := want[name]; !ok {
+			remove = append(remove, name)
+		}
+	}
+	g.tools = want
+	if len(remove) > 0 {
+		g.server.RemoveTools(remove...)
+	}
+	for _, t := range add {
+		g.server.AddTool(t, g.callTool)
+	}
+}
+
+// offer is one resource, template or prompt a ready server lists, under
+// the name the gateway would expose it by.
+type offer struct {
+	name string
+	item exposedItem
+	add  func(name string, it exposedItem) // registers it with go-sdk
+}
+
+// pick returns, per exposed name, the offer that serves it (see owner).
+func (g *Gateway) pick(kind string, offers []offer, have map[string]exposedItem) (map[string]exposedItem, []offer) {
+	byName := map[string][]offer{}
+	var names []string
+	for _, o := range offers {
+		if _, ok := byName[o.name]; !ok {
+			names = append(names, o.name)
+		}
+		byName[o.name] = append(byName[o.name], o)
+	}
+	want := make(map[string]exposedItem, len(names))
+	var fresh []offer
+	for _, name := range names {
+		os := byName[name]
+		o := os[0]
+		if len(os) > 1 {
+			servers := make([]string, len(os))
+			for i, x := range os {
+				servers[i] = x.item.server
+			}
+			cur, had := have[name]
+			o = os[slices.Index(servers, g.owner(kind, name, servers, cur.server, had))]
+		}
+		want[name] = o.item
+		if cur, ok := have[name]; !ok || cur != o.item {
+			fresh = append(fresh, o)
+		}
+	}
+	return want, fresh
+}
+
+// syncExtras brings the exposed resources, templates and prompts in line
+// with the extras catalog, and sends the clients' log level to servers
+// that became ready.
+func (g *Gateway) syncExtras() {
+	snap, _, _ := g.extras.snapshot()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	var promptNames map[projections.ToolRef]string
+	if !g.opts.PlainNames {
+		var refs []projections.ToolRef
+		for _, s := range snap {
+			for _, p := range s.Prompts {
+				refs = append(refs, projections.ToolRef{Server: s.Server, Tool: p.Name})
+			}
+		}
+		promptNames = projections.ToolNames(refs)
+	}
+	var res, tpl, pro []offer
+	for _, s := range snap {
+		prefix := g.uriPrefix(s.Server)
+		for _, r := range s.Resources {
+			name := prefix + r.URI
+			if u, err := url.Parse(name); err != nil || u.Scheme == "" {
+				g.hide("resource (not an absolute URI)", name, "", s.Server)
+				continue
+			}
+			res = append(res, offer{name: name, item: exposedItem{server: s.Server, name: r.URI, fp: r.Name + "\x00" + r.Description + "\x00" + r.MIMEType},
+				add: func(name string, it exposedItem) {
+					g.server.AddResource(&mcp.Resource{URI: name, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType},
+						func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+							return g.readResource(ctx, it.server, it.name)
+						})
+				}})
+		}
+		for _, t := range s.Templates {
+			tpl = append(tpl, offer{name: prefix + t.URITemplate, item: exposedItem{server: s.Server, name: t.URITemplate, fp: t.Name + "\x00" + t.Description + "\x00" + t.MIMEType},
+				add: func(name string, it exposedItem) {
+					err := addTemplate(g.server, &mcp.ResourceTemplate{URITemplate: name, Name: t.Name, Description: t.Description, MIMEType: t.MIMEType},
+						func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+							return g.readResource(ctx, it.server, strings.TrimPrefix(req.Params.URI, prefix))
+						})
+					if err != nil {
+						delete(g.templates, name)
+						g.hide("resource template ("+err.Error()+")", name, "", it.server)
+					}
+				}})
+		}
+		for _, p := range s.Prompts {
+			name := p.Name
+			if !g.opts.PlainNames {
+				name = promptNames[projections.ToolRef{Server: s.Server, Tool: p.Name}]
+			}
+			b, _ := json.Marshal(p.Arguments)
+			pro = append(pro, offer{name: name, item: exposedItem{server: s.Server, name: p.Name, fp: p.Description + "\x00" + string(b)},
+				add: func(name string, it exposedItem) {
+					mp := &mcp.Prompt{Name: name, Description: p.Description}
+					for _, a := range p.Arguments {
+						mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+					}
+					g.server.AddPrompt(mp, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+						return g.getPrompt(ctx, it.server, it.name, req.Params.Arguments)
+					})
+				}})
+		}
+	}
+	wantRes, freshRes := g.pick("resource", res, g.resources)
+	wantTpl, freshTpl := g.pick("resource template", tpl, g.templates)
+	wantPro, freshPro := g.pick("prompt", pro, g.prompts)
+	if gone := missing(g.resources, wantRes); len(gone) > 0 {
+		g.server.RemoveResources(gone...)
+	}
+	if gone := missing(g.templates, wantTpl); len(gone) > 0 {
+		g.server.RemoveResourceTemplates(gone...)
+	}
+	if gone := missing(g.prompts, wantPro); len(gone) > 0 {
+		g.server.RemovePrompts(gone...)
+	}
+	g.resources, g.templates, g.prompts = wantRes, wantTpl, wantPro
+	for _, fresh := range [][]offer{freshRes, freshTpl, freshPro} {
+		for _, o := range fresh {
+			o.add(o.name, o.item)
+		}
+	}
+	g.sendLevelLocked(snap)
+}
+
+func missing(have, want map[string]exposedItem) []string {
+	var out []string
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addTemplate adds t, turning go-sdk's panic on an invalid URI template
+// into an error.
+func addTemplate(s *mcp.Server, t *mcp.ResourceTemplate, h mcp.ResourceHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("invalid URI template: %v", r)
+		}
+	}()
+	s.AddResourceTemplate(t, h)
+	return nil
+}
+
+// readResource reads a server's resource for a client; content URIs are
+// shown as the client knows them.
+func (g *Gateway) readResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, error) {
+	m := g.m.Load()
+	res, err := m.ReadResource(ctx, server, uri)
+	if err != nil {
+		return nil, passErr(err)
+	}
+	if prefix := g.uriPrefix(server); prefix != "" && res != nil {
+		out := *res
+		out.Contents = make([]*mcp.ResourceContents, len(res.Contents))
+		for i, c := range res.Contents {
+			if c != nil && c.URI != "" {
+				cc := *c
+				cc.URI = prefix + c.URI
+				c = &cc
+			}
+			out.Contents[i] = c
+		}
+		res = &out
+	}
+	return res, nil
+}
+
+func (g *Gateway) getPrompt(ctx context.Context, server, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	res, err := g.m.Load().GetPrompt(ctx, server, name, args)
+	if err != nil {
+		return nil, passErr(err)
+	}
+	return res, nil
+}
+
+// passErr keeps a server's JSON-RPC error (its code and message) and
+// turns anything else into an internal error with mcpledger's message.
+func passErr(err error) error {
+	if je, ok := protocolError(err); ok && je.Code != codeTransportRejected {
+		return &jsonrpc.Error{Code: je.Code, Message: je.Message, Data: je.Data}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpledger: " + err.Error()}
+}
+
+// codeTransportRejected is go-sdk's code for an HTTP transport failure
+// (go-sdk-notes.md §1): not the server's answer.
+const codeTransportRejected = -32005
+
+// resolveURI returns the server and the server's own URI behind an
+// exposed URI: a listed resource, or (namespaced) anything under a
+// server's prefix, or (plain) a URI only one ready server could serve.
+func (g *Gateway) resolveURI(uri string) (server, own string, err error) {
+	g.mu.Lock()
+	it, ok := g.resources[uri]
+	g.mu.Unlock()
+	if ok {
+		return it.server, it.name, nil
+	}
+	snap, _, _ := g.extras.snapshot()
+	if !g.opts.PlainNames {
+		rest, ok := strings.CutPrefix(uri, ResourceScheme+"://")
+		host, own, ok2 := strings.Cut(rest, "/")
+		if ok && ok2 {
+			for _, s := range snap {
+				if strings.EqualFold(uriHost(s.Server), host) {
+					return s.Server, own, nil
+				}
+			}
+		}
+		return "", "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger: %q is not a resource of a ready server (namespaced URIs look like %s://SERVER/URI)", uri, ResourceScheme)}
+	}
+	var cands []string
+	for _, s := range snap {
+		if s.Caps.Resources {
+			cands = append(cands, s.Server)
+		}
+	}
+	if len(cands) == 1 {
+		return cands[0], uri, nil
+	}
+	return "", "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger: no ready server lists resource %q", uri)}
+}
+
+// complete routes completion/complete to the server of the prompt or
+// resource template referred to.
+func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := *req.Params
+	ref := *p.Ref
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		g.mu.Lock()
+		it, ok := g.prompts[ref.Name]
+		g.mu.Unlock()
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger: unknown prompt %q", ref.Name)}
+		}
+		server, ref.Name = it.server, it.name
+	case "ref/resource":
+		g.mu.Lock()
+		it, ok := g.templates[ref.URI]
+		g.mu.Unlock()
+		if ok {
+			server, ref.URI = it.server, it.name
+		} else {
+			s, own, err := g.resolveURI(ref.URI)
+			if err != nil {
+				return nil, err
+			}
+			server, ref.URI = s, own
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("mcpledger: unknown reference type %q", ref.Type)}
+	}
+	if !g.serverCaps(server).Completions {
+		return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+	}
+	p.Ref = &ref
+	res, err := g.m.Load().Complete(ctx, server, &p)
+	if err != nil {
+		return nil, passErr(err)
+	}
+	return res, nil
+}
+
+// serverCaps returns a ready server's capabilities (zero if not ready).
+func (g *Gateway) serverCaps(server string) events.Capabilities {
+	snap, _, _ := g.extras.snapshot()
+	for _, s := range snap {
+		if s.Server == server {
+			return s.Caps
+		}
+	}
+	return events.Capabilities{}
+}
+
+// subscribe subscribes the server of a resource on a client's behalf:
+// once per (server, URI), whatever the number of clients (go-sdk tracks
+// which clients to notify).
+func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	server, own, err := g.resolveURI(req.Params.URI)
+	if err != nil {
+		return err
+	}
+	key := exposedItem{server: server, name: own}
+	g.mu.Lock()
+	n := g.subs[key]
+	g.subs[key] = n + 1
+	g.mu.Unlock()
+	if n > 0 {
+		return nil
+	}
+	if err := g.m.Load().SubscribeResource(ctx, server, own); err != nil {
+		g.mu.Lock()
+		if g.subs[key]--; g.subs[key] <= 0 {
+			delete(g.subs, key)
+		}
+		g.mu.Unlock()
+		return passErr(err)
+	}
+	return nil
+}
+
+// unsubscribe ends the server's subscription when its last client leaves.
+func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	server, own, err := g.resolveURI(req.Params.URI)
+	if err != nil {
+		return err
+	}
+	key := exposedItem{server: server, name: own}
+	g.mu.Lock()
+	n, ok := g.subs[key]
+	if ok {
+		if n <= 1 {
+			delete(g.subs, key)
+		} else {
+			g.subs[key] = n - 1
+		}
+	}
+	g.mu.Unlock()
+	if !ok || n > 1 {
+		return nil
+	}
+	if err := g.m.Load().UnsubscribeResource(ctx, server, own); err != nil {
+		return passErr(err)
+	}
+	return nil
+}
