@@ -46,6 +46,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&VerifyCommand{env: e}).Run(ctx, args)
 	case "run":
 		err = (&RunCommand{env: e}).Run(ctx, args)
+	case "serve":
+		err = (&ServeCommand{env: e}).Run(ctx, args)
 	case "status":
 		err = (&StatusCommand{env: e}).Run(ctx, args)
 	case "tools":
@@ -106,6 +108,10 @@ Commands:
         crash and reconnect, then read what the journal recorded
   run [--once] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]
         supervise the configured servers in the foreground (Ctrl-C stops them)
+  serve --stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F]
+        supervise the configured servers and serve them to any MCP client as one
+        server (the gateway): namespaced tools, resources and prompts, every call
+        journaled with the client's identity
   status | tools [--json]
         servers and tools of the running mcpledger, or of the last session
   call TOOL [--args JSON] [--json]
@@ -135,9 +141,6 @@ Commands:
         check every record (CRC, decode, gapless seqs, hash chains, indexes)
   help [COMMAND]
         print this help, or a command's flags
-
-Not in this build yet:
-  serve --stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F]
 
 SESSION is a session ID, a unique prefix of one, or "last" (the most recent).
 

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	rt "github.com/mcpledger/mcpledger/runtime"
+)
+
+// ServeCommand runs the configured servers and exposes their live catalog
+// as one MCP server, over stdio or Streamable HTTP (the gateway).
+type ServeCommand struct{ env *env }
+
+// Run parses args and serves until interrupted, or (stdio) until the
+// client disconnects.
+func (c *ServeCommand) Run(ctx context.Context, args []string) error {
+	f := c.env.newCommandFlags("serve", "--stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
+	var cf configFlags
+	cf.register(f)
+	stdio := f.Bool("stdio", false, "serve one MCP client on stdin/stdout (what Claude Desktop, VS Code and Cursor launch)")
+	addr := f.String("http", "", "serve Streamable HTTP on `HOST:PORT` at /mcp (loopback only unless --allow-remote)")
+	plain := f.Bool("plain-names", false, "keep every tool, prompt and resource name as its server gave it (refused when two servers share one)")
+	tokenFile := f.String("token-file", "", "HTTP: require `F`'s content as bearer token (Authorization: Bearer TOKEN); a missing or wrong one gets 401 and is journaled")
+	allowRemote := f.Bool("allow-remote", false, "HTTP: allow a non-loopback address (requires --token-file)")
+	var hosts, origins []string
+	f.Var(multiFlag{&hosts}, "allow-host", "HTTP: also accept this Host `NAME` (repeatable; loopback names are always accepted)")
+	f.Var(multiFlag{&origins}, "allow-origin", "HTTP: also accept this `ORIGIN` (scheme://host[:port], repeatable)")
+	relaxed := f.Bool("relaxed", false, "journal call records with the next commit instead of before sending and answering (faster; a crash may lose the last records)")
+	watch := f.Bool("watch", true, "reload when a config file changes")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *stdio == (*addr != "") {
+		f.Usage()
+		return usageErrorf("serve: give exactly one of --stdio and --http HOST:PORT")
+	}
+	if *stdio && (*tokenFile != "" || *allowRemote || len(hosts)+len(origins) > 0) {
+		return usageErrorf("serve: --token-file, --allow-remote, --allow-host and --allow-origin are for --http")
+	}
+	var token string
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("serve: --token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" || strings.ContainsAny(token, " \t\r\n") {
+			return fmt.Errorf("serve: --token-file %s: want one token (no spaces) in the file", *tokenFile)
+		}
+	}
+	var ln net.Listener
+	if *addr != "" {
+		var err error
+		if ln, err = listenGateway(*addr, *allowRemote, token != ""); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
+
+	j, path, err := f.openWritable()
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	opts, err := cf.options(c.env, "serve")
+	if err != nil {
+		return err
+	}
+	opts.Watch = *watch
+	if *relaxed {
+		opts.Durability = rt.Relaxed
+	}
+	gw := rt.NewGateway(&rt.GatewayOptions{PlainNames: *plain, Logger: opts.Logger, Version: version()})
+	m, err := rt.New(gw.Bind(opts, storeJournal{j}), opts)
+	if err != nil {
+		return err
+	}
+	rep, err := m.Start(ctx)
+	if err != nil {
+		m.Close()
+		return err
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintln(c.env.stderr, "config:", e)
+	}
+	if err := gw.Attach(ctx, m); err != nil {
+		m.Shutdown("serve: " + err.Error())
+		gw.Close()
+		return err
+	}
+	if srv, err := rt.ServeControl(m, rt.ControlPath(path)); err != nil {
+		fmt.Fprintln(c.env.stderr, "warning:", err)
+	} else {
+		defer srv.Close()
+	}
+	fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
+		m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
+
+	var serveErr error
+	by := "signal"
+	var hs *http.Server
+	served := make(chan error, 1)
+	if *stdio {
+		fmt.Fprintln(c.env.stderr, "serving MCP on stdio")
+		serveErr = gw.ServeStdio(ctx, c.env.stdin, c.env.stdout)
+		if ctx.Err() == nil {
+			by = "serve: the stdio client disconnected"
+		}
+	} else {
+		hs = &http.Server{Handler: gw.HTTPHandler(&rt.HTTPOptions{Token: token, AllowedHosts: hosts, AllowedOrigins: origins}),
+			ReadHeaderTimeout: 10 * time.Second}
+		go func() { served <- hs.Serve(ln) }() // ends at hs.Close below
+		fmt.Fprintf(c.env.stderr, "serving MCP on http://%s%s\n", ln.Addr(), rt.GatewayPath)
+		select {
+		case <-ctx.Done():
+		case serveErr = <-served:
+			served <- serveErr
+		}
+	}
+	fmt.Fprintln(c.env.stderr, "stopping: every server is being shut down")
+	// Calls in flight fail with "shutting down" (journaled), then client
+	// sessions close (ending their open streams), then the listener.
+	err = m.Shutdown(by)
+	gw.Close()
+	if hs != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = hs.Shutdown(sctx)
+		cancel()
+		hs.Close()
+		if e := <-served; serveErr == nil && !errors.Is(e, http.ErrServerClosed) {
+			serveErr = e
+		}
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, err)
+}
+
+// listenGateway listens on addr: a loopback address unless allowRemote
+// (which needs a token).
+func listenGateway(addr string, allowRemote, hasToken bool) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErrorf("serve: --http %q: want HOST:PORT, like 127.0.0.1:8931", addr)
+	}
+	if !loopbackHost(host) {
+		if !allowRemote {
+			return nil, usageErrorf("serve: --http %s is not a loopback address: any machine that can reach it could call your tools; use 127.0.0.1:PORT, or pass --allow-remote with --token-file", addr)
+		}
+		if !hasToken {
+			return nil, usageErrorf("serve: --allow-remote needs --token-file: a non-loopback gateway must require a bearer token")
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return ln, nil
+}
+
+// loopbackHost reports whether host is localhost or a loopback IP. An
+// empty host (all interfaces) is not.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
