@@ -106,7 +106,38 @@ var machines = sync.Pool{New: func() any {
 // is false when the table allows t but it leads back to from (stop while
 // stopped): no event should be produced. An illegal trigger gives an error
 // wrapping [ErrInvalidTransition].
+//
+// The answer for a (state, trigger) pair never changes, so it is asked of
+// the looplab machine once and cached: deciding pays a map lookup, not a
+// machine event, per transition.
 func Transition(from events.ServerState, t Trigger) (to events.ServerState, changed bool, err error) {
+	k := transitionKey{from, t}
+	if r, ok := transitions.Load(k); ok {
+		a := r.(transitionAnswer)
+		return a.to, a.changed, a.err
+	}
+	to, changed, err = askMachine(from, t)
+	transitions.Store(k, transitionAnswer{to, changed, err})
+	return to, changed, err
+}
+
+type transitionKey struct {
+	from events.ServerState
+	t    Trigger
+}
+
+type transitionAnswer struct {
+	to      events.ServerState
+	changed bool
+	err     error
+}
+
+// transitions caches the looplab machine's answers (see Transition).
+var transitions sync.Map
+
+// askMachine runs trigger t from state from on a looplab machine built
+// from the table.
+func askMachine(from events.ServerState, t Trigger) (to events.ServerState, changed bool, err error) {
 	m := machines.Get().(*lfsm.FSM)
 	defer machines.Put(m)
 	m.SetState(string(from))
