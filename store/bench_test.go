@@ -30,6 +30,7 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	b.Run("baseline=update-per-event", func(b *testing.B) { benchRaw(b, 1) })
 	b.Run("baseline=batch-1000", func(b *testing.B) { benchRaw(b, 1000) })
+	b.Run("baseline=group-commit-64", func(b *testing.B) { benchRawGroup(b, 64) })
 }
 
 // BenchmarkAppendShared is BenchmarkAppend's producers all appending to
@@ -153,6 +154,137 @@ func benchRaw(b *testing.B, perTx int) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	st = db.Stats()
 	reportCommits(b, st.TxStats.GetWrite()-w0, commits)
+}
+
+// benchRawGroup is the ceiling for producers=64: journal-notes §3.3's
+// single-writer group committer on raw bbolt, the same records (encoded
+// by the producers) put under a global sequence in one bucket (FillPercent
+// 1.0, hashmap freelist, fsync on): no sessions, no index, no hash chain,
+// no retry check, and no yield before draining.
+func benchRawGroup(b *testing.B, producers int) {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600,
+		&bolt.Options{FreelistType: bolt.FreelistMapType, InitialMmapSize: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	name := []byte("events")
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(name); return err }); err != nil {
+		b.Fatal(err)
+	}
+	type req struct {
+		rec  []byte
+		done chan error
+	}
+	reqs := make(chan *req, 1024)
+	quit := make(chan struct{})
+	var commits int64
+	writerDone := make(chan struct{})
+	go func() { // the writer; ends when quit closes
+		defer close(writerDone)
+		var batch []*req
+		for {
+			select {
+			case r := <-reqs:
+				batch = append(batch[:0], r)
+			case <-quit:
+				return
+			}
+		drain:
+			for {
+				select {
+				case r := <-reqs:
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			err := db.Update(func(tx *bolt.Tx) error {
+				bk := tx.Bucket(name)
+				bk.FillPercent = 1.0
+				for _, r := range batch {
+					seq, _ := bk.NextSequence()
+					var k [8]byte
+					binary.BigEndian.PutUint64(k[:], seq)
+					if err := bk.Put(k[:], r.rec); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			commits++
+			for _, r := range batch {
+				r.done <- err
+			}
+		}
+	}()
+	defer func() { close(quit); <-writerDone }()
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	var wg sync.WaitGroup
+	st := db.Stats()
+	w0 := st.TxStats.GetWrite()
+	b.ResetTimer()
+	start, cpu0 := time.Now(), cpuTime()
+	for i := range producers {
+		wg.Go(func() {
+			enc := events.NewEncoder()
+			sid := events.NewID()
+			r := &req{done: make(chan error, 1)}
+			for n := 0; left.Add(-1) >= 0; n++ {
+				e := storetest.Event("server-"+strconv.Itoa(i), n, testTime)
+				e.ID, e.Session, e.Seq = events.NewID(), sid, uint64(n+1)
+				rec, err := enc.Append(nil, &e)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				r.rec = rec
+				reqs <- r
+				if err := <-r.done; err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	reportCPU(b, cpu0, b.N)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+	st = db.Stats()
+	reportCommits(b, st.TxStats.GetWrite()-w0, commits)
+}
+
+// BenchmarkFdatasync measures the disk under the benchmarks: a 4 KiB
+// write at one of 64 offsets in a 1 MiB file, then fdatasync. A bbolt
+// commit makes two such syncs; compare runs by it.
+func BenchmarkFdatasync(b *testing.B) {
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "f"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(make([]byte, 1<<20), 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		buf[0] = byte(i)
+		if _, err := f.WriteAt(buf, int64(i%64)*4096); err != nil {
+			b.Fatal(err)
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "syncs/s")
 }
 
 // replayEvents is the size of BenchmarkReplay's journal.

@@ -80,7 +80,9 @@
 // each only after the commit returned. A conflicting or invalid append
 // fails alone; a failed commit (e.g. [ErrFull]) fails the whole batch.
 // There is no timer, so a lone writer pays one commit per append and
-// concurrent writers share commits.
+// concurrent writers share commits. After a commit that acknowledged
+// several appends the writer yields once before draining the queue, so
+// that the appenders it just woke can join the next commit.
 //
 // Reads copy a few hundred records per short read transaction, decode
 // them outside it and call fn in the caller's goroutine, in order, so fn

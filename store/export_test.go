@@ -1,18 +1,9 @@
 package store
 
-import "time"
-
 // WriteStats returns, for benchmarks, the number of page writes bbolt
 // has made (data pages and meta pages) and the number of write
 // transactions the writer has committed since j was opened.
 func WriteStats(j *Journal) (writes int64, commits uint64) {
 	st := j.db.Stats()
 	return st.TxStats.GetWrite(), j.commitN.Load()
-}
-
-// IOStats returns, for benchmarks, the time bbolt has spent writing pages
-// and syncing (data and meta) and spilling nodes, since j was opened.
-func IOStats(j *Journal) (write, spill time.Duration) {
-	st := j.db.Stats()
-	return st.TxStats.GetWriteTime(), st.TxStats.GetSpillTime()
 }
