@@ -50,7 +50,55 @@ func (g *Gateway) newClient(server string, impl *mcp.Implementation, o *mcp.Clie
 	}
 	c := mcp.NewClient(impl, o)
 	c.AddSendingMiddleware(g.progressMiddleware)
+	c.AddReceivingMiddleware(g.elicitMiddleware(server))
 	return c
+}
+
+// Elicitation schemas pass through unvalidated. go-sdk's client refuses,
+// before any handler runs, form schemas its validator does not know, such
+// as a titled multi-select whose items say "type": "string" next to
+// "anyOf" (which go-sdk's own conformance everything-server sends), and
+// its ServerSession.Elicit re-validates the client's answer against the
+// same validator. The gateway is not the party that asked: the server
+// validates its answer itself. So elicitation/create is taken from the
+// server before go-sdk's client validates it (elicitMiddleware), and sent
+// to the client with the schema put back on the wire by a sending
+// middleware (rawSchemaMiddleware) while ServerSession.Elicit sees none.
+
+type rawSchemaKey struct{}
+
+// elicitMiddleware handles a server's elicitation/create itself.
+func (g *Gateway) elicitMiddleware(server string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && r.Params != nil {
+				return g.forwardElicitation(ctx, server, r)
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// rawSchemaMiddleware puts the schema of a forwarded elicitation back on
+// the request sent to the client.
+func rawSchemaMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		schema := ctx.Value(rawSchemaKey{})
+		if method != "elicitation/create" || schema == nil {
+			return next(ctx, method, req)
+		}
+		r, ok := req.(*mcp.ServerRequest[mcp.Params])
+		if !ok {
+			return next(ctx, method, req)
+		}
+		p, ok := r.Params.(*mcp.ElicitParams)
+		if !ok {
+			return next(ctx, method, req)
+		}
+		cp := *p
+		cp.RequestedSchema = schema
+		return next(ctx, method, &mcp.ServerRequest[mcp.Params]{Session: r.Session, Params: &cp, Extra: r.Extra})
+	}
 }
 
 // progressMiddleware gives a tools/call made for a gateway client that
@@ -283,6 +331,10 @@ func (g *Gateway) forwardElicitation(ctx context.Context, server string, req *mc
 	var done func()
 	p.Meta, done = g.relayToken(req.Session, p.Meta)
 	defer done()
+	if p.RequestedSchema != nil { // see rawSchemaMiddleware
+		ctx = context.WithValue(ctx, rawSchemaKey{}, p.RequestedSchema)
+		p.RequestedSchema = nil
+	}
 	res, err := ss.Elicit(ctx, &p)
 	if err != nil {
 		return nil, passErr(err)

@@ -194,6 +194,7 @@ func NewGateway(opts *GatewayOptions) *Gateway {
 		InitializedHandler:          g.initialized,
 	})
 	g.server.AddReceivingMiddleware(g.setLevelMiddleware)
+	g.server.AddSendingMiddleware(rawSchemaMiddleware)
 	return g
 }
 

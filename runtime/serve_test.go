@@ -635,3 +635,36 @@ func TestGatewayCloseEndsSessions(t *testing.T) {
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
+
+// TestGatewayProtocolVersions: clients on 2025-11-25 and 2025-06-18 get
+// their version; a client on go-sdk's default (2026-07-28, sessionless)
+// falls back to 2025-11-25.
+func TestGatewayProtocolVersions(t *testing.T) {
+	up, _ := upstream("up")
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
+	for _, v := range []string{"2025-11-25", "2025-06-18", ""} {
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := f.gw.Server().Connect(t.Context(), st, nil); err != nil {
+			t.Fatal(err)
+		}
+		var o *mcp.ClientSessionOptions
+		if v != "" {
+			o = &mcp.ClientSessionOptions{ProtocolVersion: v}
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "v" + v, Version: "1"}, nil).Connect(t.Context(), ct, o)
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		want := v
+		if want == "" {
+			want = "2025-11-25"
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != want {
+			t.Errorf("asked %q, negotiated %q", v, got)
+		}
+		if got := firstTextOf(call(t, cs, "mcp__up__echo", map[string]any{"message": v})); got != v {
+			t.Errorf("%q: echo %q", v, got)
+		}
+		cs.Close()
+	}
+}
