@@ -421,6 +421,8 @@ func faultRows() []faultRow {
 					t.Error("the call that exited the server succeeded")
 				case took > 2*time.Second:
 					knownBugf(t, "the wrapper's exit went unnoticed while the grandchild held its stderr (cmd.Wait waits for the stderr copy, the group is killed only after): the call returned after %v: %v", took, err)
+				case !errors.Is(err, runtime.ErrOutcomeUnknown):
+					knownBugf(t, "exit mid-call behind a wrapper: %v (after %v), want ErrOutcomeUnknown: os/exec's Wait closed the stdout pipe under the reader", err, took)
 				default:
 					t.Logf("exit call: %v after %v", err, took)
 				}

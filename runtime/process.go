@@ -67,6 +67,7 @@ func spawn(spec *ServerSpec, shim string) (*process, error) {
 	}
 	p := &process{cmd: cmd, stdin: stdin, out: stdout, tail: newTail(stderrTailLines), done: make(chan struct{})}
 	cmd.Stderr = p.tail
+	cmd.WaitDelay = 250 * time.Millisecond // else Wait waits for stderr's EOF, which a grandchild holding the pipe delays forever, and the exit goes unseen
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
