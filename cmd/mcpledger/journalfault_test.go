@@ -474,6 +474,61 @@ func TestJournalFull(t *testing.T) {
 	t.Logf("journal %d events in %d bytes; %d answered calls, %d lost", ss[0].LastSeq, fileSize(t, jp), len(acked), lost)
 }
 
+// TestStormBreakerAcrossRunRestarts: a server that crashes on start is
+// launched at most storm_limit times per window over three runs of
+// `mcpledger run --once` on one journal: the first run's launches hold
+// it in the next two.
+func TestStormBreakerAcrossRunRestarts(t *testing.T) {
+	dir := t.TempDir()
+	bin := runtimetest.BuildServer(t)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"good": map[string]any{"command": bin},
+		"loop": map[string]any{"command": bin, "env": map[string]string{"MCPTEST_CRASH_ON_START": "1"}},
+	}})
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", dir)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	t.Setenv("MCPLEDGER_DECIDER", `{"backoff_base_ms":10,"backoff_max_ms":20,"max_attempts":100,"storm_limit":4,"storm_window_ms":60000}`)
+	jp := filepath.Join(dir, "journal.db")
+	for i := 1; i <= 3; i++ {
+		r := runCLI(t, "run", "--once", "--journal", jp, "--mcp-config", cfg, "--workspace", dir)
+		if r.err != nil || !strings.Contains(r.stdout, "storm_hold") {
+			t.Fatalf("run %d: %v\n%s%s", i, r.err, r.stdout, r.stderr)
+		}
+	}
+	j, err := store.Open(jp, &store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	spawns := map[uuid.UUID]int{}
+	var order []uuid.UUID
+	err = j.ReadAll(t.Context(), 0, func(e events.Event) error {
+		if _, ok := spawns[e.Session]; !ok {
+			order = append(order, e.Session)
+			spawns[e.Session] = 0
+		}
+		if e.Kind == events.KindProcessSpawned && e.Server == "loop" {
+			spawns[e.Session]++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, s := range order {
+		got = append(got, spawns[s])
+	}
+	if len(got) != 3 || got[0] != 4 || got[1] != 0 || got[2] != 0 {
+		t.Errorf("launches of the crashing server per run: %v, want [4 0 0]", got)
+	}
+	t.Logf("launches per run: %v", got)
+}
+
 func fileSize(t *testing.T, path string) int64 {
 	fi, err := os.Stat(path)
 	if err != nil {
