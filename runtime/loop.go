@@ -19,8 +19,26 @@ const maxBatch = 256
 
 // submit sends payload p about server to the loop as an input and waits
 // for the result (durable first when durable is true).
+//
+// A record that need not be durable (a call record in Relaxed mode) is only
+// queued: the loop journals it in order with the next batch, and the caller
+// does not wait for that.
 func (m *Manager) submit(ctx context.Context, server string, p events.Payload, durable bool) (result, error) {
-	return m.submitReq(ctx, &request{ev: events.Event{Kind: p.Kind(), Server: server, Payload: p}, durable: durable})
+	r := &request{ev: events.Event{Kind: p.Kind(), Server: server, Payload: p}, durable: durable}
+	if !durable {
+		if !m.started.Load() {
+			return result{}, ErrNotStarted
+		}
+		select {
+		case m.inbox <- r:
+			return result{}, nil
+		case <-m.loopDone:
+			return result{}, ErrShuttingDown
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		}
+	}
+	return m.submitReq(ctx, r)
 }
 
 func (m *Manager) submitReq(ctx context.Context, r *request) (result, error) {
@@ -193,12 +211,30 @@ func (m *Manager) process(batch []*request) {
 			m.effects(r, out[sp[0]:sp[1]])
 		}
 	}
-	m.publish(buildView(m.sid, m.lastSeq, m.set, m.conns, m.state))
+	// Call records change neither status nor catalog: a batch of only
+	// those publishes no new View (rebuilding it costs milliseconds with
+	// thousands of tools, on every call).
+	if viewChanged(out) {
+		m.publish(buildView(m.sid, m.lastSeq, m.set, m.conns, m.state))
+	}
 	for i, r := range batch {
 		if r.reply != nil {
 			r.reply <- results[i]
 		}
 	}
+}
+
+// viewChanged reports whether evs may change status, catalog or the
+// promptable set: anything but call records.
+func viewChanged(evs []events.Event) bool {
+	for _, e := range evs {
+		switch e.Kind {
+		case events.KindCallStarted, events.KindCallFinished, events.KindCallDecided:
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // effects starts what the journaled events call for. evs is one input
