@@ -423,3 +423,35 @@ func BenchmarkReadSession(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSessions measures Sessions() on a journal of 1,000 sessions of
+// 10 events each, warm.
+func BenchmarkSessions(b *testing.B) {
+	j, err := store.Open(filepath.Join(b.TempDir(), "journal.db"), &store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	pend := make([]*store.Pending, 0, 1000)
+	for i := range 1000 {
+		evs := make([]events.Event, 10)
+		for k := range evs {
+			evs[k] = storetest.Event("server-"+strconv.Itoa(i%8), k, testTime)
+		}
+		pend = append(pend, j.Submit(events.NewID(), store.NoStream, evs))
+	}
+	for _, p := range pend {
+		if _, err := p.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		infos, err := j.Sessions(ctx)
+		if err != nil || len(infos) != 1000 {
+			b.Fatalf("Sessions = %d, %v", len(infos), err)
+		}
+	}
+}

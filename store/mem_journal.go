@@ -16,7 +16,9 @@ import (
 // hash-chained exactly as on disk, and reads decode them, so callers get
 // copies. It exists for tests of other packages and passes the same
 // conformance suite (store/storetest). Appends commit synchronously, so
-// [MemJournal.Submit] returns a Pending that is already done.
+// [MemJournal.Submit] returns a Pending that is already done. It
+// recognises retries of any event it holds, not only of the last
+// [RetryWindow].
 type MemJournal struct {
 	mu      sync.Mutex
 	closed  bool
