@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/projections"
 )
 
 // GatewayProtocolVersions are the MCP versions the gateway speaks to its
@@ -121,6 +123,7 @@ type Gateway struct {
 	mu        sync.Mutex
 	closed    bool
 	tools     map[string]exposedTool // exposed name → tool
+	lastTools []projections.Entry    // the catalog tools were last synced to
 	resources map[string]exposedItem // exposed URI → resource
 	templates map[string]exposedItem // exposed URI template → template
 	prompts   map[string]exposedItem // exposed name → prompt

@@ -188,6 +188,11 @@ func (g *Gateway) syncTools(v *View) {
 	if g.closed {
 		return
 	}
+	// Views come after every commit, calls included: most change no tool.
+	if g.lastTools != nil && sameTools(g.lastTools, v.Catalog.Tools) {
+		return
+	}
+	g.lastTools = v.Catalog.Tools
 	byName := make(map[string][]*projections.Entry, len(v.Catalog.Tools))
 	var names []string
 	for i := range v.Catalog.Tools {
@@ -239,6 +244,26 @@ func (g *Gateway) syncTools(v *View) {
 		g.server.AddTool(t, g.callTool)
 	}
 }
+
+// sameTools reports whether two catalogs show the same tools the same way
+// (what toolFingerprint covers); it allocates nothing.
+func sameTools(a, b []projections.Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Name != y.Name || x.Server != y.Server || x.Tool != y.Tool || x.Title != y.Title || x.Description != y.Description ||
+			x.InputSchema != y.InputSchema || x.OutputSchema != y.OutputSchema || !sameBool(x.Annotations.ReadOnly, y.Annotations.ReadOnly) ||
+			!sameBool(x.Annotations.Destructive, y.Annotations.Destructive) || !sameBool(x.Annotations.Idempotent, y.Annotations.Idempotent) ||
+			!sameBool(x.Annotations.OpenWorld, y.Annotations.OpenWorld) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameBool(a, b *bool) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 
 // offer is one resource, template or prompt a ready server lists, under
 // the name the gateway would expose it by.
