@@ -1,0 +1,236 @@
+package runtime_test
+
+// BenchmarkGateway (issue 7): what mcpledger serve adds to a tool call.
+// Results and the commands that produced them are in BENCHMARKS.md
+// ("gateway (issue 7)"). Run, e.g.:
+//
+//	go test ./runtime -run '^$' -bench 'Gateway' -benchtime=2000x -count 5
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/runtime"
+
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
+)
+
+// BenchmarkGateway measures one echo call of the test server
+// (testdata/mcpserver) from a go-sdk client pinned to 2025-11-25, at
+// concurrency 1 and 16 on one client session:
+//
+//   - direct: the client → the server over Streamable HTTP on loopback;
+//   - direct-stdio: the client → the server over stdio (the reference for
+//     the throughput target);
+//   - via-serve: the client → `mcpledger serve --http 127.0.0.1:0` (the
+//     binary, built for the run; audit durability, its bbolt journal with
+//     fsync in b.TempDir()) → the same server over stdio;
+//   - via-serve-relaxed: the same with serve --relaxed;
+//   - manager-stdio, manager-stdio-relaxed: Manager.CallTool in the
+//     benchmark process → the server over stdio, no gateway: the
+//     runtime's share of via-serve.
+//
+// Each reports ns/call (wall time / calls) and p50-ns/p99-ns of the
+// per-call latencies. Targets: via-serve adds ≤ 0.5 ms at p50 (audit) and
+// ≤ 0.3 ms (relaxed) over direct; at c=16 its throughput is ≥ 0.6 ×
+// direct-stdio.
+func BenchmarkGateway(b *testing.B) {
+	bin := runtimetest.BuildServer(b)
+	b.Run("direct", func(b *testing.B) {
+		url, _ := runtimetest.StartHTTP(b, bin, nil)
+		cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
+		benchConcurrency(b, cs, "echo")
+	})
+	b.Run("direct-stdio", func(b *testing.B) {
+		cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
+		benchConcurrency(b, cs, "echo")
+	})
+	b.Run("via-serve", func(b *testing.B) { benchViaServe(b, bin, false) })
+	b.Run("via-serve-relaxed", func(b *testing.B) { benchViaServe(b, bin, true) })
+	b.Run("manager-stdio", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Audit) })
+	b.Run("manager-stdio-relaxed", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Relaxed) })
+}
+
+// benchViaServe runs the mcpledger binary's serve --http in front of the
+// test server (over stdio, as configured) and benchmarks calls through it:
+// client, gateway and server are three processes, as in production.
+func benchViaServe(b *testing.B, bin string, relaxed bool) {
+	dir := b.TempDir()
+	mcpledger := buildMcpledger(b, dir)
+	cfg := filepath.Join(dir, "mcp.json")
+	js, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"srv": map[string]any{"command": bin}}})
+	if err := os.WriteFile(cfg, js, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--watch=false"}
+	if relaxed {
+		args = append(args, "--relaxed")
+	}
+	cmd := exec.Command(mcpledger, args...)
+	cmd.Env = append(os.Environ(), "MCPLEDGER_JOURNAL="+filepath.Join(dir, "j.db"), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg"))
+	if g := os.Getenv("MCPLEDGER_BENCH_SERVE_GOGC"); g != "" { // GOGC of serve alone
+
+		cmd.Env = append(cmd.Env, "GOGC="+g)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	done := make(chan struct{})
+	go func() { // ends when serve exits
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "serving MCP on "); ok {
+				urls <- u
+			}
+		}
+	}()
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		<-done
+		cmd.Wait()
+	}()
+	var url string
+	select {
+	case url = <-urls:
+	case <-done:
+		b.Fatal("serve exited")
+	case <-time.After(30 * time.Second):
+		b.Fatal("serve did not start")
+	}
+	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
+	benchConcurrency(b, cs, "mcp__srv__echo")
+}
+
+// buildMcpledger builds cmd/mcpledger into dir.
+func buildMcpledger(b *testing.B, dir string) string {
+	b.Helper()
+	out := filepath.Join(dir, "mcpledger")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/mcpledger")
+	cmd.Dir = filepath.Join("..") // the module root: tests run in runtime/
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building mcpledger: %v\n%s", err, msg)
+	}
+	return out
+}
+
+func benchConnect(b *testing.B, t mcp.Transport) *mcp.ClientSession {
+	b.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil).Connect(context.Background(), t,
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// benchConcurrency runs the c=1 and c=16 sub-benchmarks of calling tool.
+func benchConcurrency(b *testing.B, cs *mcp.ClientSession, tool string) {
+	args := map[string]any{"message": "hello ledger"}
+	call := func() error {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %+v", res.Content)
+		}
+		return err
+	}
+	for range 50 { // warm-up: connections, pools, the journal
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []int{1, 16} {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, call) })
+	}
+}
+
+// runConcurrent makes b.N calls from c goroutines and reports ns/call and
+// the per-call p50 and p99.
+func runConcurrent(b *testing.B, c int, call func() error) {
+	lat := make([]time.Duration, b.N)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for range c {
+		wg.Add(1)
+		go func() { // joined below
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				t0 := time.Now()
+				if err := call(); err != nil {
+					failed.Store(&err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := failed.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/call")
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// benchManagerStdio calls the server through Manager.CallTool over stdio,
+// without the gateway: the runtime's share of via-serve.
+func benchManagerStdio(b *testing.B, bin string, d runtime.Durability) {
+	_, adapter := openJournal(b)
+	c, s := stdio("srv", bin, nil)
+	m, err := runtime.New(adapter, &runtime.Options{Config: configOf(c, s), Seed: 1, PingInterval: -1, Durability: d,
+		TerminateGrace: 200 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := m.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	args := map[string]any{"message": "hello ledger"}
+	call := func() error {
+		res, err := m.CallTool(ctx, "mcp__srv__echo", args)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %+v", res.Content)
+		}
+		return err
+	}
+	for range 50 {
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, c := range []int{1, 16} {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, call) })
+	}
+}
