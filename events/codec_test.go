@@ -49,6 +49,7 @@ func sample() []Event {
 		&ProcessExited{Attempt: 1, PID: 100, ExitCode: -1, Signal: "killed", StderrTail: []string{"a", "b"}, Expected: true},
 		&TransportClosed{Attempt: 1, Error: ClassifiedError{Class: ErrTransportClosed, Message: "EOF"}},
 		&TimerFired{TimerID: 3, Purpose: TimerBackoff, Attempt: 2},
+		&OutputSkipped{Attempt: 1, Line: "Starting server on stdio...", Skipped: 1},
 		&CallStarted{CallID: "c1", Tool: "search", Name: "mcp__gh__search", Args: blob, Caller: "cli", Policy: "ask", ApprovedBy: "user:cli", DefHash: "sha256:ab", Attempt: 1, RetryOf: "c0"},
 		&CallFinished{CallID: "c1", Outcome: OutcomeOK, Result: blob, DurationNs: 1000, Signals: []string{"phrase:ignore_instructions"}, RenderedChars: 9, CutChars: 1, Retrying: true},
 		&CallDecided{CallID: "c0", Tool: "search", Name: "mcp__gh__search", Decision: CallAllow, By: "user:cli", Policy: "ask", DefHash: "sha256:ab"},
@@ -94,7 +95,7 @@ func TestEveryKindHasSample(t *testing.T) {
 			inputs++
 		}
 	}
-	if inputs != 20 || len(Kinds())-inputs != 8 {
+	if inputs != 21 || len(Kinds())-inputs != 8 {
 		t.Errorf("inputs=%d decisions=%d", inputs, len(Kinds())-inputs)
 	}
 }

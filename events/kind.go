@@ -28,6 +28,7 @@ const (
 	KindCallStarted        Kind = "call.started"
 	KindCallFinished       Kind = "call.finished"
 	KindCallDecided        Kind = "call.decided"
+	KindOutputSkipped      Kind = "process.output_skipped"
 	// KindGatewayRejected: the gateway (mcpledger serve --http) refused a
 	// request: a missing or wrong bearer token, or a Host or Origin it does
 	// not serve.
@@ -53,7 +54,7 @@ func Kinds() []Kind {
 		KindReconnectRequested, KindProcessSpawned, KindTransportOpened, KindConnectFailed,
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
-		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected,
+		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped,
 		KindSessionStopped, KindReloadDecided, KindAdmissionDecided, KindServerTransitioned,
 		KindTimerScheduled, KindApprovalRequested, KindToolsPinned, KindToolsChanged,
 	}
@@ -68,7 +69,7 @@ func (k Kind) IsInput() bool {
 		KindReconnectRequested, KindProcessSpawned, KindTransportOpened, KindConnectFailed,
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
-		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected:
+		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped:
 		return true
 	}
 	return false
@@ -133,6 +134,8 @@ func newPayload(k Kind) (Payload, error) {
 		return &CallStarted{}, nil
 	case KindCallFinished:
 		return &CallFinished{}, nil
+	case KindOutputSkipped:
+		return &OutputSkipped{}, nil
 	case KindCallDecided:
 		return &CallDecided{}, nil
 	case KindGatewayRejected:

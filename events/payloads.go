@@ -284,6 +284,16 @@ type TransportClosed struct {
 	Expected bool            `msgpack:"expected,omitempty" json:"expected,omitempty"`
 }
 
+// OutputSkipped records lines a stdio server wrote on stdout that were not
+// JSON-RPC messages (banners, logs): they are skipped so the session
+// survives. The first lines are recorded one by one, then one record per
+// thousand; Skipped counts every line skipped so far in the attempt.
+type OutputSkipped struct {
+	Attempt int    `msgpack:"attempt" json:"attempt"`
+	Line    string `msgpack:"line" json:"line"` // capped at 256 bytes
+	Skipped int    `msgpack:"skipped" json:"skipped"`
+}
+
 // Timer purposes.
 const (
 	TimerBackoff = "backoff"
@@ -527,6 +537,7 @@ func (*PingFailed) Kind() Kind         { return KindPingFailed }
 func (*ProcessExited) Kind() Kind      { return KindProcessExited }
 func (*TransportClosed) Kind() Kind    { return KindTransportClosed }
 func (*TimerFired) Kind() Kind         { return KindTimerFired }
+func (*OutputSkipped) Kind() Kind      { return KindOutputSkipped }
 func (*CallStarted) Kind() Kind        { return KindCallStarted }
 func (*CallFinished) Kind() Kind       { return KindCallFinished }
 func (*CallDecided) Kind() Kind        { return KindCallDecided }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 
@@ -28,7 +29,9 @@ func connectionLost(err error) bool {
 	}
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, net.ErrClosed) {
+		errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) {
+		// os.ErrClosed: the process was reaped and its pipe closed under
+		// the reader ("file already closed").
 		return true
 	}
 	var je *jsonrpc.Error

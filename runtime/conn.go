@@ -166,8 +166,14 @@ func (c *conn) open() (mcp.Transport, error) {
 		c.mu.Unlock()
 		m.observe(c, &events.ProcessSpawned{Attempt: c.attempt, PID: p.pid, PGID: p.pid, Command: c.spec.Config.Command})
 		m.goFunc(c.reap)
+		skipped := 0
 		out := newJSONLines(p.out, func(line string) {
-			m.log.Warn("server wrote a non-JSON line on stdout; skipped", "server", c.server, "line", line)
+			// Called from go-sdk's one reader goroutine for this connection.
+			skipped++
+			m.log.Warn("server wrote a non-JSON line (or JSON that is not JSON-RPC) on stdout; skipped and journaled", "server", c.server, "line", line)
+			if skipped <= 10 || skipped%1000 == 0 {
+				m.observe(c, &events.OutputSkipped{Attempt: c.attempt, Line: line, Skipped: skipped})
+			}
 		})
 		// frameCap bounds one message and fails only the call of an
 		// oversized response (go-sdk's own cap would end the session).

@@ -130,6 +130,10 @@ func (m *Manager) failWaiting() {
 func (m *Manager) process(batch []*request) {
 	if m.broken != nil {
 		for _, r := range batch {
+			if r.noEvent && r.prepare != nil {
+				r.prepare() // a barrier journals nothing: it still runs
+				continue
+			}
 			if r.reply != nil {
 				r.reply <- result{err: fmt.Errorf("%w: %w", ErrJournal, m.broken)}
 			}
@@ -371,6 +375,8 @@ func (m *Manager) onLoop(ctx context.Context, f func()) bool {
 	case <-done:
 		return true
 	case <-m.loopDone:
+		return false
+	case <-ctx.Done():
 		return false
 	}
 }
