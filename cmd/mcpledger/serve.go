@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -62,6 +63,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		defer ln.Close()
 	}
 
+	// go-sdk decodes every message with a fresh decoder and buffer (tens of
+	// KB), while a gateway's live heap stays small: collect less often
+	// unless GOGC says otherwise (BENCHMARKS.md, "gateway (issue 7)":
+	// 30–40 % off the p50 of a relaxed call).
+	if c.env.getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	j, path, err := f.openWritable()
 	if err != nil {
 		return err
