@@ -98,7 +98,19 @@ type Journal struct {
 // path) when another process holds the file, [ErrNotJournal],
 // [ErrNewerFormat], and for a ReadOnly open of a missing file an error
 // wrapping fs.ErrNotExist.
-func Open(path string, opts *Options) (*Journal, error) {
+func Open(path string, opts *Options) (j *Journal, err error) {
+	// bbolt asserts on damaged pages (a corrupt freelist, a branch page of
+	// the wrong type) by panicking while it opens; report the file as
+	// corrupt instead of crashing the process.
+	defer func() {
+		if r := recover(); r != nil {
+			j, err = nil, fmt.Errorf("open %s: %w: bbolt could not read it: %v (run mcpledger verify on a copy, or move it aside)", path, ErrCorrupt, r)
+		}
+	}()
+	return open(path, opts)
+}
+
+func open(path string, opts *Options) (*Journal, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -123,6 +135,9 @@ func Open(path string, opts *Options) (*Journal, error) {
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create journal directory: %w", err)
 	}
+	if err := checkFile(path); err != nil { // before bbolt maps a truncated file
+		return nil, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         o.LockTimeout,
 		ReadOnly:        o.ReadOnly,
@@ -135,6 +150,15 @@ func Open(path string, opts *Options) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, translate(err))
 	}
+	opened := false
+	defer func() { // a panic below (a damaged page): release the file first
+		if !opened {
+			if r := recover(); r != nil {
+				_ = db.Close()
+				panic(r)
+			}
+		}
+	}()
 	if err := initMeta(db, o.ReadOnly); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -165,6 +189,7 @@ func Open(path string, opts *Options) (*Journal, error) {
 		go j.write() // owned by j: Close waits for writerDone
 	}
 	j.log.Info("journal opened", logKeyReadOnly, o.ReadOnly, logKeyNoSync, o.NoSync)
+	opened = true
 	return j, nil
 }
 
@@ -275,5 +300,14 @@ func (j *Journal) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if j.isClosed() {
 		return ErrClosed
 	}
-	return translate(j.db.View(fn))
+	return translate(j.db.View(func(tx *bolt.Tx) (err error) {
+		// bbolt asserts on damaged pages by panicking; a read of a damaged
+		// journal reports it as corrupt instead of crashing the process.
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%w: bbolt could not read a page: %v (run mcpledger verify to find the first bad record)", ErrCorrupt, r)
+			}
+		}()
+		return fn(tx)
+	}))
 }
