@@ -383,3 +383,36 @@ func TestAfterFailedCommit(t *testing.T) {
 		t.Fatalf("Verify: %v", err)
 	}
 }
+
+// TestSubmitThenAppend: an Append never overtakes an earlier Submit of
+// the same goroutine, even when it could commit directly (the runtime's
+// AppendLater, then Append with an Exact expectation, relies on it).
+func TestSubmitThenAppend(t *testing.T) {
+	j, err := Open(filepath.Join(t.TempDir(), "j.db"), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := t.Context()
+	sid := events.NewID()
+	var seq uint64
+	for i := range 500 {
+		var pend []*Pending
+		for range i % 4 {
+			pend = append(pend, j.Submit(sid, Exact(seq), []events.Event{ev("s", i)}))
+			seq++
+		}
+		if _, err := j.Append(ctx, sid, Exact(seq), []events.Event{ev("s", i)}); err != nil {
+			t.Fatalf("round %d: Append after %d Submits: %v", i, len(pend), err)
+		}
+		seq++
+		for _, p := range pend {
+			if _, err := p.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if rep, err := j.Verify(ctx); err != nil || rep.Events != seq {
+		t.Fatalf("Verify = %+v, %v", rep, err)
+	}
+}

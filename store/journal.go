@@ -87,9 +87,22 @@ type Journal struct {
 	// commitN counts committed write transactions (for benchmarks).
 	commitN atomic.Uint64
 
-	// ids are the IDs of the last RetryWindow events, for retries; only
-	// the writer uses them.
-	ids *recentIDs
+	// txMu is held by whoever runs a write transaction: the writer
+	// goroutine, or an appender committing its own append (direct). It
+	// guards everything below.
+	txMu    sync.Mutex
+	st      *stager
+	w       *txWriter
+	ids     *recentIDs // IDs of the last RetryWindow events, for retries
+	results []staged
+	errs    []error
+	one     [1]*request
+
+	// queued counts appends handed to the writer and not yet committed;
+	// solo is set while commits carry one append each. Together they
+	// decide when an appender may commit directly.
+	queued atomic.Int64
+	solo   atomic.Bool
 }
 
 // Open opens the journal at path, creating the file (mode 0600) and its
@@ -178,6 +191,8 @@ func open(path string, opts *Options) (*Journal, error) {
 		close(j.writerDone)
 	} else {
 		j.ids = newRecentIDs(RetryWindow)
+		j.st, j.w = newStager(), newTxWriter(j.ids)
+		j.solo.Store(true)
 		skipped := 0
 		if err := db.View(func(tx *bolt.Tx) error { skipped = j.ids.load(tx); return nil }); err != nil {
 			_ = db.Close()

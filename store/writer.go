@@ -35,8 +35,10 @@ func (j *Journal) Append(ctx context.Context, session uuid.UUID, exp Expect, evs
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if err := j.enqueue(ctx, r); err != nil {
-		return AppendResult{}, err
+	if !j.direct(r) {
+		if err := j.enqueue(ctx, r); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	return r.p.Wait(ctx)
 }
@@ -69,14 +71,43 @@ func (j *Journal) enqueue(ctx context.Context, r *request) error {
 	if j.closed {
 		return ErrClosed
 	}
+	j.queued.Add(1)
 	select {
 	case j.reqs <- r:
 		return nil
 	case <-j.quit:
-		return ErrClosed
 	case <-ctx.Done():
+	}
+	j.queued.Add(-1)
+	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	return ErrClosed
+}
+
+// direct commits r in the calling goroutine, sparing it the two goroutine
+// switches of a hand-off to the writer, when the journal has a single
+// appender: the last commit carried one append, none is queued and no
+// transaction is running. It reports whether it did; r is then finished.
+// An append queued earlier (by Submit, say) is always committed first:
+// it stays counted in queued until it is.
+func (j *Journal) direct(r *request) bool {
+	if j.readOnly || !j.solo.Load() || j.queued.Load() != 0 {
+		return false
+	}
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed || !j.txMu.TryLock() {
+		return false
+	}
+	defer j.txMu.Unlock()
+	if j.queued.Load() != 0 {
+		return false
+	}
+	j.one[0] = r
+	j.run(j.one[:], false)
+	j.one[0] = nil
+	return true
 }
 
 // write is the writer goroutine: the only one that begins write
@@ -86,11 +117,7 @@ func (j *Journal) enqueue(ctx context.Context, r *request) error {
 // pays one commit, and concurrent appenders share commits.
 func (j *Journal) write() {
 	defer close(j.writerDone)
-	st := newStager()
-	w := newTxWriter(j.ids)
 	batch := make([]*request, 0, 64)
-	results := make([]staged, 0, 64)
-	errs := make([]error, 0, 64)
 	acked := 0 // appends acknowledged by the last commit
 	for {
 		var r *request
@@ -119,33 +146,49 @@ func (j *Journal) write() {
 				break drain
 			}
 		}
-		results, errs = results[:0], errs[:0]
-		for range batch {
-			results = append(results, staged{})
-			errs = append(errs, nil)
-		}
-		stored, err := j.commit(st, w, batch, results, errs)
-		if err != nil {
-			j.log.Error("commit", logKeyRequests, len(batch), logKeyEvents, n, logKeyError, err)
-		}
-		if stored > 0 {
-			j.notify()
-		}
-		for i, r := range batch {
-			switch {
-			case err != nil:
-				r.p.finish(AppendResult{}, err)
-			case errs[i] != nil:
-				r.p.finish(AppendResult{}, errs[i])
-			default:
-				r.p.finish(results[i].res, nil)
-			}
-			batch[i] = nil
-		}
+		j.txMu.Lock()
+		j.run(batch, true)
+		j.txMu.Unlock()
 		acked = len(batch)
-		if cap(st.arena) > 8<<20 {
-			st.arena = nil // don't keep a huge batch's arena forever
+		clear(batch)
+	}
+}
+
+// run commits batch in one transaction and acknowledges each append in
+// it; queued says the appends came through the writer's queue. j.txMu is
+// held.
+func (j *Journal) run(batch []*request, queued bool) {
+	j.results, j.errs = j.results[:0], j.errs[:0]
+	n := 0
+	for _, r := range batch {
+		j.results = append(j.results, staged{})
+		j.errs = append(j.errs, nil)
+		n += len(r.evs)
+	}
+	stored, err := j.commit(j.st, j.w, batch, j.results, j.errs)
+	if err != nil {
+		j.log.Error("commit", logKeyRequests, len(batch), logKeyEvents, n, logKeyError, err)
+	}
+	if stored > 0 {
+		j.notify()
+	}
+	if queued {
+		j.queued.Add(-int64(len(batch)))
+	}
+	j.solo.Store(len(batch) == 1)
+	for i, r := range batch {
+		switch {
+		case err != nil:
+			r.p.finish(AppendResult{}, err)
+		case j.errs[i] != nil:
+			r.p.finish(AppendResult{}, j.errs[i])
+		default:
+			r.p.finish(j.results[i].res, nil)
 		}
+		j.results[i] = staged{}
+	}
+	if cap(j.st.arena) > 8<<20 {
+		j.st.arena = nil // don't keep a huge batch's arena forever
 	}
 }
 
