@@ -26,7 +26,8 @@ type VerifyReport struct {
 
 // Verify walks the whole journal in one read transaction. It reads the
 // global log in order and checks that it runs gapless from 1 to its
-// sequence, and for each record: its CRC, that it decodes, that it names
+// sequence, and for each record: that a seek for its key finds it (as
+// reads do), its CRC, that it decodes, that it names
 // its own global position, that its session has a head, and that its seq
 // follows the session's previous one (seqs gapless from 1). When a
 // session's last event has been read it checks the session: the
@@ -52,7 +53,7 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		open := map[uuid.UUID]*session{}
 		done := map[uuid.UUID]bool{}
 		dec := events.NewDecoder()
-		c := logB.Cursor()
+		c, seek := logB.Cursor(), logB.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if rep.LogEntries%1024 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -62,6 +63,12 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 			gpos, ok := btoi(k)
 			if !ok || gpos != rep.LogEntries+1 || v == nil {
 				return &CorruptError{GPos: rep.LogEntries + 1, Reason: fmt.Sprintf("global log gap: next key is %x", k)}
+			}
+			// Reads seek by key, through the branch pages this walk does
+			// not use: a damaged branch key would send them elsewhere.
+			if sk, _ := seek.Seek(k); !bytes.Equal(sk, k) {
+				sid, seq, _ := locate(tx, gpos)
+				return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: fmt.Sprintf("a seek for the record lands on key %x (damaged branch page)", sk)}
 			}
 			e, err := decode(dec, uuid.Nil, 0, gpos, v)
 			if err != nil {
@@ -99,7 +106,7 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 			if err := s.chk.finish(s.stored.info, true); err != nil {
 				return err
 			}
-			if err := checkIndex(index.Cursor(), &s.stored, s.runs); err != nil {
+			if err := checkIndex(index.Cursor(), index.Cursor(), &s.stored, s.runs); err != nil {
 				return err
 			}
 			delete(open, e.Session)
@@ -145,7 +152,7 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 
 // checkIndex checks that a session's index, its sealed segments and the
 // open segment of its head h, points at exactly the positions found.
-func checkIndex(c *bolt.Cursor, h *head, found []run) error {
+func checkIndex(c, seek *bolt.Cursor, h *head, found []run) error {
 	sid := h.info.Session
 	var stored []run
 	seq := uint64(1)
@@ -154,6 +161,9 @@ func checkIndex(c *bolt.Cursor, h *head, found []run) error {
 		ksid, kseq, ok := parseIndexKey(k)
 		if !ok || ksid != sid {
 			break
+		}
+		if sk, _ := seek.Seek(k); !bytes.Equal(sk, k) {
+			return &CorruptError{Session: sid, Seq: kseq, Reason: fmt.Sprintf("a seek for index segment %x lands on %x (damaged branch page)", k, sk)}
 		}
 		n := len(stored)
 		var good bool
