@@ -17,12 +17,12 @@ import (
 	"github.com/mcpledger/mcpledger/projections"
 )
 
-// GatewayProtocolVersions are the MCP versions the gateway speaks to its
+// gatewayProtocolVersions are the MCP versions the gateway speaks to its
 // clients. 2026-07-28 (go-sdk's default) is left out: its sessionless
 // requests have no server-to-client requests, which sampling, elicitation
 // and approval by elicitation need. A 2026 client falls back to
 // initialize with 2025-11-25.
-var GatewayProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+var gatewayProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // GatewayOptions configure a Gateway. The zero value is usable.
 type GatewayOptions struct {
@@ -76,7 +76,8 @@ func (o GatewayOptions) withDefaults() GatewayOptions {
 // Gateway exposes a Manager's live catalog as one MCP server (go-sdk
 // mcp.Server) that any MCP client can connect to: over stdio
 // (ServeStdio), Streamable HTTP (HTTPHandler) or any go-sdk transport
-// (Server().Connect).
+// (Server().Connect), in MCP 2025-11-25, 2025-06-18, 2025-03-26 or
+// 2024-11-05.
 //
 // Tools keep their servers' schemas; calls go through the Manager
 // (validated, gated, journaled, redacted) with the client's identity
@@ -189,7 +190,7 @@ func NewGateway(opts *GatewayOptions) *Gateway {
 			Logging:     &mcp.LoggingCapabilities{},
 			Completions: &mcp.CompletionCapabilities{},
 		},
-		SupportedProtocolVersions:   GatewayProtocolVersions,
+		SupportedProtocolVersions:   gatewayProtocolVersions,
 		CompletionHandler:           g.complete,
 		SubscribeHandler:            g.subscribe,
 		UnsubscribeHandler:          g.unsubscribe,
