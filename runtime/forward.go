@@ -175,22 +175,29 @@ func (g *Gateway) linger(gc *gwCall) {
 	if gc.token == nil {
 		return
 	}
+	g.settle(func() (int, time.Time) { return gc.forwarding, gc.lastProgress })
+	g.mu.Lock()
+	for _, tok := range gc.sent {
+		delete(g.progress, tok)
+	}
+	g.mu.Unlock()
+}
+
+// settle waits until state (read under g.mu) shows no forwarding in
+// progress and none for progressQuiet, or progressLinger has passed.
+func (g *Gateway) settle(state func() (forwarding int, last time.Time)) {
 	start := time.Now()
 	for {
 		g.mu.Lock()
-		last := gc.lastProgress
+		n, last := state()
+		closed := g.closed
+		g.mu.Unlock()
 		if last.IsZero() {
 			last = start
 		}
-		idle := gc.forwarding == 0 && time.Since(last) >= progressQuiet
-		if idle || time.Since(start) >= progressLinger || g.closed {
-			for _, tok := range gc.sent {
-				delete(g.progress, tok)
-			}
-			g.mu.Unlock()
+		if n == 0 && time.Since(last) >= progressQuiet || time.Since(start) >= progressLinger || closed {
 			return
 		}
-		g.mu.Unlock()
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -200,6 +207,10 @@ func (g *Gateway) linger(gc *gwCall) {
 type upstreamToken struct {
 	cs    *mcp.ClientSession
 	token any
+	// Guarded by Gateway.mu: progress forwarding in flight and the last
+	// one (see linger).
+	forwarding int
+	last       time.Time
 }
 
 // relayToken replaces the server's progress token in meta (if any) by a
@@ -212,10 +223,14 @@ func (g *Gateway) relayToken(cs *mcp.ClientSession, meta mcp.Meta) (mcp.Meta, fu
 	tok := "mcpledger-up-" + strconv.FormatUint(g.tokens.Add(1), 10)
 	meta = maps.Clone(meta)
 	meta["progressToken"] = tok
+	up := &upstreamToken{cs: cs, token: orig}
 	g.mu.Lock()
-	g.upTokens[tok] = upstreamToken{cs: cs, token: orig}
+	g.upTokens[tok] = up
 	g.mu.Unlock()
 	return meta, func() {
+		// The client's last progress may be handled after its answer
+		// (see linger): forward it before answering the server.
+		g.settle(func() (int, time.Time) { return up.forwarding, up.last })
 		g.mu.Lock()
 		delete(g.upTokens, tok)
 		g.mu.Unlock()
@@ -227,16 +242,23 @@ func (g *Gateway) relayToken(cs *mcp.ClientSession, meta mcp.Meta) (mcp.Meta, fu
 func (g *Gateway) downstreamProgress(ctx context.Context, req *mcp.ProgressNotificationServerRequest) {
 	tok, _ := req.Params.ProgressToken.(string)
 	g.mu.Lock()
-	up, ok := g.upTokens[tok]
+	up := g.upTokens[tok]
+	if up != nil {
+		up.forwarding++
+	}
 	g.mu.Unlock()
-	if !ok {
+	if up == nil {
 		return
 	}
 	out := *req.Params
 	out.Meta, out.ProgressToken = nil, up.token
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
-	defer cancel()
 	_ = up.cs.NotifyProgress(ctx, &out)
+	cancel()
+	g.mu.Lock()
+	up.forwarding--
+	up.last = time.Now()
+	g.mu.Unlock()
 }
 
 // downstreamFor picks the client to forward a server's request to (see

@@ -130,12 +130,12 @@ type Gateway struct {
 	prompts   map[string]exposedItem // exposed name → prompt
 	hidden    map[string]bool        // collisions already logged
 	callers   map[*mcp.ServerSession]string
-	inflight  map[string][]*gwCall     // server → calls in flight, oldest first
-	progress  map[string]*gwCall       // progress token sent upstream → call
-	upTokens  map[string]upstreamToken // progress token sent downstream → upstream's
-	subs      map[exposedItem]int      // upstream subscriptions → downstream subscribers
-	logLevel  mcp.LoggingLevel         // most verbose level a client asked for
-	levelSent map[string]int           // server → attempt the level was sent to
+	inflight  map[string][]*gwCall      // server → calls in flight, oldest first
+	progress  map[string]*gwCall        // progress token sent upstream → call
+	upTokens  map[string]*upstreamToken // progress token sent downstream → upstream's
+	subs      map[exposedItem]int       // upstream subscriptions → downstream subscribers
+	logLevel  mcp.LoggingLevel          // most verbose level a client asked for
+	levelSent map[string]int            // server → attempt the level was sent to
 	rej       rejectLimiter
 }
 
@@ -175,7 +175,7 @@ func NewGateway(opts *GatewayOptions) *Gateway {
 	g := &Gateway{opts: o, log: o.Logger, extras: newExtrasCatalog(), ctx: ctx, cancel: cancel,
 		tools: map[string]exposedTool{}, resources: map[string]exposedItem{}, templates: map[string]exposedItem{},
 		prompts: map[string]exposedItem{}, hidden: map[string]bool{}, callers: map[*mcp.ServerSession]string{},
-		inflight: map[string][]*gwCall{}, progress: map[string]*gwCall{}, upTokens: map[string]upstreamToken{},
+		inflight: map[string][]*gwCall{}, progress: map[string]*gwCall{}, upTokens: map[string]*upstreamToken{},
 		subs: map[exposedItem]int{}, levelSent: map[string]int{}}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: o.Instructions,

@@ -668,3 +668,45 @@ func TestGatewayProtocolVersions(t *testing.T) {
 		cs.Close()
 	}
 }
+
+// TestGatewayProgressOfForwardedRequests: a client's progress on a
+// sampling request a server made through the gateway reaches the server
+// under the server's own token.
+func TestGatewayProgressOfForwardedRequests(t *testing.T) {
+	got := make(chan *mcp.ProgressNotificationParams, 4)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, &mcp.ServerOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationServerRequest) { got <- req.Params },
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample"}, func(ctx context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		p := &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "x"}}}}
+		p.SetProgressToken("server-token")
+		if _, err := req.Session.CreateMessage(ctx, p); err != nil {
+			return nil, nil, err
+		}
+		return textResult("sampled"), nil, nil
+	})
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"asker": srv})
+	cs := f.connect(t, "progress-reporter", &mcp.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			tok := req.Params.GetProgressToken()
+			if tok == nil || tok == "server-token" {
+				return nil, fmt.Errorf("progress token %v: want the gateway's own", tok)
+			}
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2}); err != nil {
+				return nil, err
+			}
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "ok"}}, nil
+		},
+	})
+	if res := call(t, cs, "mcp__asker__sample", nil); res.IsError {
+		t.Fatalf("sample: %q", firstTextOf(res))
+	}
+	select {
+	case p := <-got:
+		if p.ProgressToken != "server-token" || p.Progress != 1 || p.Total != 2 {
+			t.Errorf("server got progress %+v", p)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's progress did not reach the server")
+	}
+}
