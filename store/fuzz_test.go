@@ -141,6 +141,7 @@ func FuzzJournalBytes(f *testing.F) {
 	for _, b := range safeDamage(base) {
 		f.Add(b)
 	}
+	sf := newScratch(f.TempDir())
 	tolerate := os.Getenv("MCPLEDGER_FUZZ_FAULTS") == "1"
 	if tolerate {
 		for _, b := range pageDamage(base) {
@@ -166,7 +167,7 @@ func FuzzJournalBytes(f *testing.F) {
 				t.Fatalf("panic in %s of a damaged journal (%d bytes): %v\n%s", step, len(data), r, debug.Stack())
 			}
 		}()
-		checkJournalBytes(t, data, &step)
+		checkJournalBytes(t, sf, data, &step)
 	})
 }
 
@@ -252,12 +253,13 @@ func TestJournalPageDamage(t *testing.T) {
 		from, _ := strconv.Atoi(os.Getenv(pageDamageFromEnv))
 		files, _ := filepath.Glob(filepath.Join(dir, "*.db"))
 		slices.Sort(files)
+		sf := newScratch(t.TempDir())
 		for _, f := range files[from:] {
 			data, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Run(filepath.Base(f), func(t *testing.T) { checkJournalBytes(t, data, new(string)) })
+			t.Run(filepath.Base(f), func(t *testing.T) { checkJournalBytes(t, sf, data, new(string)) })
 			fmt.Printf("checked %s\n", filepath.Base(f))
 		}
 		return
@@ -317,7 +319,7 @@ const findingEnv = "STORE_FUZZ_FINDING"
 // logged unless MCPLEDGER_STRICT=1. Anything else failing fails.
 func TestJournalFuzzFindings(t *testing.T) {
 	if p := os.Getenv(findingEnv); p != "" {
-		checkJournalBytes(t, gunzipFile(t, p), new(string))
+		checkJournalBytes(t, newScratch(t.TempDir()), gunzipFile(t, p), new(string))
 		return
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "journalfuzz", "*.db.gz"))
@@ -380,24 +382,14 @@ func verifyMissed(t *testing.T, format string, args ...any) {
 	knownBug(t, "Verify passed, but "+format, args...)
 }
 
-// scratch is one file per process that checkJournalBytes rewrites for
-// each input: creating a file (and a directory) per input made inode
-// allocation on the dev machine's ext4 the bottleneck of a fuzzing run.
-var scratch struct {
-	once sync.Once
-	path string
-	err  error
-}
+// scratchFile is the file checkJournalBytes rewrites for each input, in
+// a directory that lives as long as the fuzz target or test: creating a
+// file (and a directory) per input made inode allocation on the dev
+// machine's ext4 the bottleneck of a fuzzing run.
+type scratchFile struct{ dir, path string }
 
-func scratchPath(t *testing.T) string {
-	scratch.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpledger-journalfuzz-")
-		scratch.path, scratch.err = filepath.Join(dir, "journal.db"), err
-	})
-	if scratch.err != nil {
-		t.Fatal(scratch.err)
-	}
-	return scratch.path
+func newScratch(dir string) *scratchFile {
+	return &scratchFile{dir: dir, path: filepath.Join(dir, "journal.db")}
 }
 
 // lockHeld reports whether some open file description holds a lock on
@@ -418,8 +410,8 @@ func lockHeld(t *testing.T, path string) bool {
 
 // checkJournalBytes runs the reads on data, keeping in *step the one under
 // way.
-func checkJournalBytes(t *testing.T, data []byte, step *string) {
-	path := scratchPath(t)
+func checkJournalBytes(t *testing.T, sf *scratchFile, data []byte, step *string) {
+	path := sf.path
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +419,7 @@ func checkJournalBytes(t *testing.T, data []byte, step *string) {
 	// file's lock.
 	defer func() {
 		if leaked := lockHeld(t, path); leaked {
-			scratch.path = filepath.Join(filepath.Dir(path), fmt.Sprintf("journal-%d.db", time.Now().UnixNano()))
+			sf.path = filepath.Join(sf.dir, fmt.Sprintf("journal-%d.db", time.Now().UnixNano()))
 			knownBug(t, "the file stays locked after every journal opened on it was closed (%s): a failed Open leaked its file and lock", *step)
 		}
 	}()
