@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -121,7 +122,7 @@ func TestSoak(t *testing.T) {
 	var (
 		calls, okCalls, toolErrors, failed, crashCalls atomic.Int64
 		ackMu                                          sync.Mutex
-		acked                                          = map[string]bool{} // call IDs of calls that returned a result
+		acked                                          [][16]byte // call IDs of calls that returned a result (16 bytes each: the test's own heap counts)
 		errKinds                                       = map[string]int{}
 		otherErrs                                      []string
 	)
@@ -166,8 +167,9 @@ func TestSoak(t *testing.T) {
 					ackMu.Unlock()
 				}
 				if r != nil && r.CallID != "" {
+					id := uuid.MustParse(r.CallID)
 					ackMu.Lock()
-					acked[r.CallID] = true
+					acked = append(acked, id)
 					ackMu.Unlock()
 				}
 			}
@@ -252,9 +254,11 @@ func TestSoak(t *testing.T) {
 	// Nothing lost.
 	finished := map[string]string{}
 	var started []string
-	exits, unexpected, relaunches := 0, 0, 0
+	spawned, exits, unexpected, relaunches := 0, 0, 0, 0
 	for _, e := range evs {
 		switch p := e.Payload.(type) {
+		case *events.ProcessSpawned:
+			spawned++
 		case *events.CallStarted:
 			started = append(started, p.CallID)
 		case *events.CallFinished:
@@ -277,10 +281,13 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	lost := 0
-	for id := range acked {
-		if _, ok := finished[id]; !ok {
+	for _, id := range acked {
+		if _, ok := finished[uuid.UUID(id).String()]; !ok {
 			lost++
 		}
+	}
+	if spawned != exits {
+		t.Errorf("%d processes spawned, %d exits journaled", spawned, exits)
 	}
 	if dangling > 0 || lost > 0 {
 		t.Errorf("%d call.started without call.finished; %d calls that returned a result without call.finished", dangling, lost)
@@ -304,8 +311,8 @@ func TestSoak(t *testing.T) {
 	if len(otherErrs) > 0 {
 		t.Logf("other errors (first %d): %s", len(otherErrs), strings.Join(otherErrs, "; "))
 	}
-	t.Logf("faults: %d exit calls, %d unexpected process exits (crashes survived), %d HTTP restarts, %d relaunches back to ready; %d exits journaled in all",
-		crashCalls.Load(), unexpected, httpRestarts.Load(), relaunches, exits)
+	t.Logf("faults: %d exit calls, %d unexpected process exits (crashes survived), %d HTTP restarts, %d relaunches back to ready; %d processes spawned, %d exits journaled",
+		crashCalls.Load(), unexpected, httpRestarts.Load(), relaunches, spawned, exits)
 	t.Logf("journal: %d events, %d call.started, %d without call.finished, %d returned calls without call.finished (losses); verify ok, replay %v",
 		len(evs), len(started), dangling, lost, replayTook.Round(time.Millisecond))
 	t.Logf("resources: goroutines %d before Start, %d loaded, %d after Close; heap in use %.1f MiB before Start, %.1f MiB after Close; Close took %v",

@@ -123,8 +123,7 @@ func knownBug(t *testing.T, format string, args ...any) {
 // then Open writable (run) and ReadAll (its history). None may panic,
 // fault or hang; each either succeeds or fails with an error wrapping
 // ErrCorrupt, ErrNotJournal or ErrNewerFormat. If Verify passes, every
-// read must pass (a known bug when not: RELIABILITY.md; skipped unless
-// MCPLEDGER_STRICT=1).
+// read must pass.
 //
 // The seeds run in the default suite: the intact file, damaged meta
 // pages, flipped bytes inside records, truncations, a grown file. Damage
@@ -373,13 +372,10 @@ func cleanJournalError(err error) bool {
 	return errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrNotJournal) || errors.Is(err, store.ErrNewerFormat)
 }
 
-// verifyMissed reports a read that failed on a journal Verify passed. A
-// damaged branch key (in-order traversal, which Verify does, still visits
-// every record; a seek by key, which ReadSession does, misses some) is a
-// known bug; MCPLEDGER_STRICT=1 fails on it.
+// verifyMissed reports a read that failed on a journal Verify passed.
 func verifyMissed(t *testing.T, format string, args ...any) {
 	t.Helper()
-	knownBug(t, "Verify passed, but "+format, args...)
+	t.Fatalf("Verify passed, but "+format, args...)
 }
 
 // scratchFile is the file checkJournalBytes rewrites for each input, in
