@@ -107,6 +107,10 @@ func TestSlowStartAndStderrLines(t *testing.T) {
 		t.Errorf("Connect took %v, want at least the 300ms slow start", d)
 	}
 	want := "mcptest: stderr line 1 of 3\nmcptest: stderr line 2 of 3\nmcptest: stderr line 3 of 3\n"
+	// stderr is copied by its own goroutine: give it a moment.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && s.stderr.String() != want; {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if got := s.stderr.String(); got != want {
 		t.Errorf("stderr = %q, want %q", got, want)
 	}
@@ -203,7 +207,14 @@ var childPidRE = regexp.MustCompile(`mcptest: child pid (\d+)\n`)
 
 func childPid(t *testing.T, stderr *lineWriter) int {
 	t.Helper()
-	m := childPidRE.FindStringSubmatch(stderr.String())
+	// stderr is copied by its own goroutine: the line may land after the
+	// handshake completed.
+	var m []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if m = childPidRE.FindStringSubmatch(stderr.String()); m != nil {
+			break
+		}
+	}
 	if m == nil {
 		t.Fatalf("no child pid on stderr %q", stderr)
 	}
