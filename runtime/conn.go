@@ -35,7 +35,9 @@ type conn struct {
 	cs       *mcp.ClientSession
 	stopping bool
 	inproc   *mcp.ServerSession
-	readyOne sync.Once
+	// httpTransport is the HTTP/SSE attempt's own transport (nil for stdio).
+	httpTransport *http.Transport
+	readyOne      sync.Once
 }
 
 func newConn(m *Manager, server string, attempt int, spec ServerSpec) *conn {
@@ -200,7 +202,11 @@ func (c *conn) open() (mcp.Transport, error) {
 		}
 		_ = nc.Close()
 		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: c.spec.Config.Transport, Endpoint: c.spec.URL})
-		hc := &http.Client{Transport: &headerTransport{base: newHTTPTransport(), headers: c.spec.Headers}}
+		tr := newHTTPTransport()
+		c.mu.Lock()
+		c.httpTransport = tr // its idle connections are closed at teardown
+		c.mu.Unlock()
+		hc := &http.Client{Transport: &headerTransport{base: tr, headers: c.spec.Headers}}
 		if c.spec.Config.Transport == events.TransportSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.spec.URL, HTTPClient: hc}, nil
 		}
@@ -501,6 +507,14 @@ func (c *conn) shutdown(graceful bool) {
 	}
 	if ss != nil {
 		_ = ss.Close()
+	}
+	c.mu.Lock()
+	tr := c.httpTransport
+	c.mu.Unlock()
+	if tr != nil {
+		// Keep-alive connections would otherwise outlive the session by
+		// the transport's idle timeout (2 goroutines and a socket each).
+		tr.CloseIdleConnections()
 	}
 }
 
