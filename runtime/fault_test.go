@@ -34,7 +34,7 @@ import (
 )
 
 // knownBugf records a deviation already reported in RELIABILITY.md
-// ("Known bugs"): logged, so the rest of the row still runs and the
+// ("Known bugs"): logged, so the rest of the test still runs and the
 // suite stays green, unless MCPLEDGER_STRICT=1, which makes it an error.
 func knownBugf(t *testing.T, format string, args ...any) {
 	t.Helper()
@@ -965,10 +965,10 @@ func startNeighbour(m *runtime.Manager) *neighbour {
 	return n
 }
 
-// stop stops the calls once at least min have been made (or 5 s passed)
-// and returns how many were answered and the failures.
-func (n *neighbour) stop(min int) (ok int, failed []string) {
-	for deadline := time.Now().Add(5 * time.Second); n.made.Load() < int64(min) && time.Now().Before(deadline); {
+// stop stops the calls once at least atLeast have been made (or 5 s
+// passed) and returns how many were answered and the failures.
+func (n *neighbour) stop(atLeast int) (ok int, failed []string) {
+	for deadline := time.Now().Add(5 * time.Second); n.made.Load() < int64(atLeast) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	close(n.quit)
