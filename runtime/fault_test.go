@@ -33,18 +33,6 @@ import (
 	"github.com/mcpledger/mcpledger/store"
 )
 
-// knownBugf records a deviation already reported in RELIABILITY.md
-// ("Known bugs"): logged, so the rest of the test still runs and the
-// suite stays green, unless MCPLEDGER_STRICT=1, which makes it an error.
-func knownBugf(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("MCPLEDGER_STRICT") == "1" {
-		t.Errorf("KNOWN BUG: "+format, args...)
-		return
-	}
-	t.Logf("KNOWN BUG (MCPLEDGER_STRICT=1 fails on it): "+format, args...)
-}
-
 // faultFixture is one row's world: the journal, the manager supervising
 // the misbehaving server "bad" and the neighbour "good", and the
 // manager's log.

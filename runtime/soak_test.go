@@ -222,27 +222,18 @@ func TestSoak(t *testing.T) {
 	closeTook := time.Since(t1)
 	m = nil // a closed Manager is garbage once dropped
 
-	// Goroutines and heap back to baseline. Goroutines of idle HTTP
-	// keep-alive connections left by the HTTP servers' sessions are a
-	// known bug (reported in RELIABILITY.md); any other is a leak.
+	// Goroutines and heap back to baseline.
 	var g1 int
 	var heap1 uint64
-	var extra []string
 	for settle := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		g1, heap1 = settleGC()
-		extra = nonIdleHTTPGoroutines()
 		if (g1 <= g0+soakGoroutineSlack && heap1 <= heap0+soakHeapSlack) || time.Now().After(settle) {
 			break
 		}
 	}
 	if g1 > g0+soakGoroutineSlack {
-		if len(extra) > g0+soakGoroutineSlack {
-			t.Errorf("goroutines: %d before Start, %d after Close (slack %d), %d of them not idle HTTP connections:\n%s",
-				g0, g1, soakGoroutineSlack, len(extra), strings.Join(extra, "\n\n"))
-		} else {
-			knownBugf(t, "goroutines: %d before Start, %d after Close: %d are idle HTTP keep-alive connections of closed sessions (the per-connection http.Transport is never told to close them; they end at its 90 s IdleConnTimeout)",
-				g0, g1, g1-len(extra))
-		}
+		buf := make([]byte, 4<<20)
+		t.Errorf("goroutines: %d before Start, %d after Close (slack %d):\n%s", g0, g1, soakGoroutineSlack, buf[:goruntime.Stack(buf, true)])
 	}
 	if heap1 > heap0+soakHeapSlack {
 		t.Errorf("heap in use: %.1f MiB before Start, %.1f MiB after Close (slack %d MiB)", float64(heap0)/(1<<20), float64(heap1)/(1<<20), soakHeapSlack>>20)
@@ -317,20 +308,6 @@ func TestSoak(t *testing.T) {
 		len(evs), len(started), dangling, lost, replayTook.Round(time.Millisecond))
 	t.Logf("resources: goroutines %d before Start, %d loaded, %d after Close; heap in use %.1f MiB before Start, %.1f MiB after Close; Close took %v",
 		g0, gLoaded, g1, float64(heap0)/(1<<20), float64(heap1)/(1<<20), closeTook.Round(time.Millisecond))
-}
-
-// nonIdleHTTPGoroutines returns the stacks of the goroutines that are not
-// net/http's read and write loops of a keep-alive connection.
-func nonIdleHTTPGoroutines() []string {
-	buf := make([]byte, 4<<20)
-	buf = buf[:goruntime.Stack(buf, true)]
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, "net/http.(*persistConn).readLoop") && !strings.Contains(g, "net/http.(*persistConn).writeLoop") {
-			out = append(out, g)
-		}
-	}
-	return out
 }
 
 // Tolerances for "back to baseline" after Close.
