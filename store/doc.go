@@ -73,16 +73,20 @@
 //
 // # Concurrency
 //
-// All methods are safe for concurrent use. One goroutine, started by Open
-// and stopped by Close, owns every write transaction: it takes a queued
-// append, drains whatever else is queued (up to [Options.MaxBatch]
-// events), checks and writes them all in one transaction, and acknowledges
-// each only after the commit returned. A conflicting or invalid append
-// fails alone; a failed commit (e.g. [ErrFull]) fails the whole batch.
-// There is no timer, so a lone writer pays one commit per append and
-// concurrent writers share commits. After a commit that acknowledged
-// several appends the writer yields once before draining the queue, so
-// that the appenders it just woke can join the next commit.
+// All methods are safe for concurrent use. Write transactions run one at
+// a time. A goroutine started by Open and stopped by Close runs them for
+// queued appends: it takes one, drains whatever else is queued (up to
+// [Options.MaxBatch] events), checks and writes them all in one
+// transaction, and acknowledges each only after the commit returned. A
+// conflicting or invalid append fails alone; a failed commit (e.g.
+// [ErrFull]) fails the whole batch. While the journal has a single
+// appender (the last commit carried one append and none is queued), an
+// Append commits in the caller's goroutine instead, saving the hand-off
+// to the writer and back; an append queued earlier is always committed
+// first. When the last commit carried several appends, the writer yields
+// once, then waits at most [Options.Linger] (default 500 µs) for as many
+// to gather, so that concurrent appenders keep sharing commits; a lone
+// appender never waits.
 //
 // Reads copy a few hundred records per short read transaction, decode
 // them outside it and call fn in the caller's goroutine, in order, so fn

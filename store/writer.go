@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -110,15 +111,19 @@ func (j *Journal) direct(r *request) bool {
 	return true
 }
 
-// write is the writer goroutine: the only one that begins write
-// transactions. It takes one request, drains whatever else is already
+// write is the writer goroutine: it runs every write transaction but the
+// direct ones. It takes one request, drains whatever else is already
 // queued (up to MaxBatch events), commits them all in one transaction,
-// and only then acknowledges each. There is no timer: a lone appender
-// pays one commit, and concurrent appenders share commits.
+// and only then acknowledges each. A lone appender pays one commit (and
+// commits directly), and concurrent appenders share commits; only when
+// the last commit carried several appends does the writer wait, at most
+// Options.Linger, for as many to gather.
 func (j *Journal) write() {
 	defer close(j.writerDone)
 	batch := make([]*request, 0, 64)
 	acked := 0 // appends acknowledged by the last commit
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for {
 		var r *request
 		select {
@@ -145,6 +150,22 @@ func (j *Journal) write() {
 			default:
 				break drain
 			}
+		}
+		if j.linger > 0 && acked > 1 && len(batch) < acked && n < j.maxBatch {
+			// Several appenders shared the last commit and not all of them
+			// are back: wait a little for the rest (Options.Linger).
+			linger.Reset(j.linger)
+		wait:
+			for len(batch) < acked && n < j.maxBatch {
+				select {
+				case r = <-j.reqs:
+					batch = append(batch, r)
+					n += len(r.evs)
+				case <-linger.C:
+					break wait
+				}
+			}
+			linger.Stop()
 		}
 		j.txMu.Lock()
 		j.run(batch, true)
