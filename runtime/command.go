@@ -119,7 +119,7 @@ func (m *Manager) loopDoneOrClosed() <-chan struct{} {
 
 func (m *Manager) lastLaterWait(ctx context.Context) error {
 	var w func(context.Context) error
-	m.onLoop(ctx, func() { w = m.lastLater })
+	m.onLoop(ctx, func() { m.flushHeld(); w = m.lastLater })
 	if w == nil {
 		return nil
 	}

@@ -66,6 +66,8 @@ type Manager struct {
 	specs     map[string]ServerSpec
 	broken    error
 	lastLater func(context.Context) error
+	held      []events.Event // relaxed records not yet handed to the journal (see hold)
+	heldSince time.Time      // when the oldest of held was decided
 	history   history
 	world     *fakeWorld // set only by Reenact: effects are recorded, not run
 }

@@ -16,8 +16,11 @@ const (
 	// Audit (the default) journals a call's start durably before the request
 	// is sent, and its result durably before the caller gets it.
 	Audit Durability = iota
-	// Relaxed lets call records ride the next commit: the request is sent
-	// and the result returned without waiting for the disk.
+	// Relaxed lets call records ride a later commit: the request is sent
+	// and the result returned without waiting for the disk. The records of
+	// calls are gathered for up to 2 ms (or 256 events, or until the next
+	// durable commit, or Close) and committed together, so a crash can
+	// lose the records of the last few milliseconds of calls.
 	Relaxed
 )
 
