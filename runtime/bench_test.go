@@ -51,6 +51,9 @@ func (l callLatencies) report(b *testing.B) {
 //
 //   - direct: a raw go-sdk client over mcp.NewInMemoryTransports, protocol
 //     pinned to 2025-11-25: the floor;
+//   - floor=direct+2-commits: the direct call between two raw bbolt
+//     commits (rawCommits): what Audit's write-ahead costs on this disk
+//     before any of mcpledger's own work;
 //   - audit, relaxed: through Manager.CallTool with that Durability, the
 //     server registered as Options.InProcess and the journal a real bbolt
 //     store.Journal (fsync on) in b.TempDir().
@@ -58,32 +61,36 @@ func (l callLatencies) report(b *testing.B) {
 // Each reports ns/call (mean) and p50-ns/p99-ns of the per-call latencies.
 // Targets (at p50): relaxed ≤ 1.3 × direct; audit ≤ direct + 1 ms.
 func BenchmarkCallTool(b *testing.B) {
-	b.Run("direct", func(b *testing.B) {
-		ctx := context.Background()
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := echoServer("mem").Connect(ctx, st, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ss.Close()
-		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil)
-		cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: benchProtocol})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cs.Close()
-		args := map[string]any{"message": "hello ledger"}
-		call := func() error {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
-			if err == nil && res.IsError {
-				err = fmt.Errorf("tool error: %+v", res.Content)
-			}
-			return err
-		}
-		runBenchCalls(b, call)
-	})
+	b.Run("direct", func(b *testing.B) { runBenchCalls(b, directEcho(b)) })
+	b.Run("floor=direct+2-commits", func(b *testing.B) { runBenchCalls(b, openRawCommits(b).around(directEcho(b))) })
 	b.Run("audit", func(b *testing.B) { benchManagerCalls(b, runtime.Audit) })
 	b.Run("relaxed", func(b *testing.B) { benchManagerCalls(b, runtime.Relaxed) })
+}
+
+// directEcho connects a raw go-sdk client to an in-process echo server
+// over in-memory transports and returns one echo call.
+func directEcho(b *testing.B) func() error {
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := echoServer("mem").Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil)
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: benchProtocol})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	args := map[string]any{"message": "hello ledger"}
+	return func() error {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %+v", res.Content)
+		}
+		return err
+	}
 }
 
 func benchManagerCalls(b *testing.B, d runtime.Durability) {

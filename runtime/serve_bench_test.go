@@ -35,6 +35,9 @@ import (
 //   - direct: the client → the server over Streamable HTTP on loopback;
 //   - direct-stdio: the client → the server over stdio (the reference for
 //     the throughput target);
+//   - floor=direct+2-commits: direct's call between two raw bbolt commits
+//     (rawCommits), c=1: the least any write-ahead journal on bbolt adds
+//     to an audited call on this disk;
 //   - via-serve: the client → `mcpledger serve --http 127.0.0.1:0` (the
 //     binary, built for the run; audit durability, its bbolt journal with
 //     fsync in b.TempDir()) → the same server over stdio;
@@ -57,6 +60,15 @@ func BenchmarkGateway(b *testing.B) {
 	b.Run("direct-stdio", func(b *testing.B) {
 		cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
 		benchConcurrency(b, cs, "echo")
+	})
+	b.Run("floor=direct+2-commits", func(b *testing.B) { // audit's write-ahead on this disk, c=1 only
+		url, _ := runtimetest.StartHTTP(b, bin, nil)
+		cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
+		call := openRawCommits(b).around(func() error {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello ledger"}})
+			return err
+		})
+		b.Run("c=1", func(b *testing.B) { runConcurrent(b, 1, call) })
 	})
 	b.Run("via-serve", func(b *testing.B) { benchViaServe(b, bin, false) })
 	b.Run("via-serve-relaxed", func(b *testing.B) { benchViaServe(b, bin, true) })
