@@ -1,0 +1,57 @@
+package runtime
+
+import "unicode/utf8"
+
+// Byte classification eight bytes at a time, in a uint64 ("SWAR"), for
+// the scans of the call path: appendJSONString finds the bytes to escape,
+// DetectInjection the blocks that may be base64, RenderResult counts
+// characters. The scans build a mask of the bytes that matter without a
+// branch per byte, then visit only those. Every function here is exact
+// for each byte (no carry or borrow crosses into the next byte).
+
+const (
+	swarOnes = 0x0101010101010101
+	swarHigh = 0x8080808080808080
+)
+
+// load64 reads s[i:i+8] little-endian (one load).
+func load64(s string, i int) uint64 {
+	w := s[i : i+8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
+// swarEq sets the high bit of each byte of x equal to c.
+func swarEq(x uint64, c byte) uint64 {
+	v := x ^ (uint64(c) * swarOnes) // zero where equal
+	// v+0x7f.. has the high bit of each byte whose low 7 bits are not all
+	// zero; or-ing v adds the bytes with the high bit set.
+	return ^(((v &^ swarHigh) + 0x7f7f7f7f7f7f7f7f) | v) & swarHigh
+}
+
+// swarGather moves the high bit of byte j of h (only high bits set) to
+// bit j of the result.
+func swarGather(h uint64) uint64 { return (h >> 7) * 0x0102040810204080 >> 56 }
+
+// runeCount is utf8.RuneCountInString, eight bytes at a time where they
+// are ASCII: it decodes from the same positions, so it counts the same
+// (an invalid byte is one rune).
+func runeCount(s string) int {
+	n, i := 0, 0
+	for i+8 <= len(s) {
+		if load64(s, i)&swarHigh == 0 {
+			i += 8
+			n += 8
+			continue
+		}
+		for end := i + 8; i < end; n++ {
+			if s[i] < utf8.RuneSelf {
+				i++
+			} else {
+				_, w := utf8.DecodeRuneInString(s[i:])
+				i += w
+			}
+		}
+	}
+	return n + utf8.RuneCountInString(s[i:])
+}
