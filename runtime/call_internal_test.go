@@ -336,7 +336,7 @@ func BenchmarkCallPathSteps(b *testing.B) {
 			b.Fatal("signal")
 		}
 		_ = WrapOutput("mem", "read", r.Text)
-		_ = blobOf(red.redact(resultJSON(res)), DefaultJournalCap)
+		_ = blobOfOwned(red.redact(resultJSON(res)), DefaultJournalCap)
 	}
 	// CPU time (user+system, all threads, GC included) per call: steadier
 	// than wall time on a loaded machine.

@@ -3,13 +3,17 @@ package runtime
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -107,7 +111,7 @@ func (m *Manager) finish(cl *call, res *mcp.CallToolResult, err error, fin *even
 		if cl.opts.Wrap || m.opts.WrapOutput {
 			out.Text = WrapOutput(cl.entry.Server, cl.entry.Tool, out.Text)
 		}
-		fin.Result = blobOf(cl.red.redact(resultJSON(res)), m.opts.JournalCap)
+		fin.Result = blobOfOwned(cl.red.redact(resultJSON(res)), m.opts.JournalCap)
 		if len(out.Signals) > 0 {
 			m.log.Warn("possible prompt injection in tool output (advisory)", "server", cl.entry.Server,
 				"tool", cl.entry.Tool, "signals", out.Signals)
@@ -135,6 +139,18 @@ func blobOf(b []byte, limit int) events.Blob {
 		bl.Text = string(b)
 	}
 	return bl
+}
+
+// blobOfOwned is blobOf for a b that nothing else holds or will change
+// (a result's JSON as resultJSON and the redactor return it): when it
+// fits, the blob's text is b itself, not a copy. (A truncated text is
+// copied, so as not to hold all of b.)
+func blobOfOwned(b []byte, limit int) events.Blob {
+	if len(b) > limit || len(b) == 0 {
+		return blobOf(b, limit)
+	}
+	sum := sha256.Sum256(b)
+	return events.Blob{Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:]), Text: unsafe.String(&b[0], len(b))}
 }
 
 // resultJSON encodes res for the journal: the shape of its MarshalJSON,
@@ -180,44 +196,85 @@ func resultJSON(res *mcp.CallToolResult) []byte {
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, invalid UTF-8 replaced with U+FFFD.
+//
+// It finds the bytes that need a look 64 at a time (jsonAttention, eight
+// bytes per step, no branch per byte), then copies the runs between them
+// with word stores into spare capacity.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
+	out, o := b[:cap(b)], len(b)
+	w, next := 0, 0 // s[:w] is written, s[:next] looked at
+	for base := 0; base < len(s); base += 64 {
+		var m uint64
+		k := 0
+		for ; k < 64 && base+k+8 <= len(s); k += 8 {
+			m |= swarGather(jsonAttention(load64(s, base+k))) << k
 		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				i++
-				start = i
+		for ; k < 64 && base+k < len(s); k++ {
+			if c := s[base+k]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+				m |= 1 << k
+			}
+		}
+		for ; m != 0; m &= m - 1 {
+			p := base + bits.TrailingZeros64(m)
+			if p < next {
+				continue // inside a character kept whole
+			}
+			c := s[p]
+			if c >= utf8.RuneSelf {
+				if r, size := utf8.DecodeRuneInString(s[p:]); r != utf8.RuneError || size > 1 {
+					next = p + size // valid: written with the run
+					continue
+				}
+			}
+			// Room for the rest unescaped, this escape and word stores.
+			if need := o + len(s) - w + 24; need > len(out) {
+				out = slices.Grow(out[:o], need-o)
+				out = out[:cap(out)]
+			}
+			if n := p - w; n <= 16 && w+16 <= len(s) {
+				binary.LittleEndian.PutUint64(out[o:o+8], load64(s, w))
+				binary.LittleEndian.PutUint64(out[o+8:o+16], load64(s, w+8))
+				o += n
+			} else {
+				o += copy(out[o:], s[w:p])
+			}
+			w, next = p+1, p+1
+			if c >= utf8.RuneSelf { // invalid
+				o += copy(out[o:], `\ufffd`)
 				continue
 			}
-			i += size
-			continue
+			out[o] = '\\'
+			switch c {
+			case '"', '\\':
+				out[o+1] = c
+			case '\n':
+				out[o+1] = 'n'
+			case '\r':
+				out[o+1] = 'r'
+			case '\t':
+				out[o+1] = 't'
+			default:
+				out[o+1], out[o+2], out[o+3], out[o+4], out[o+5] = 'u', '0', '0', hex[c>>4], hex[c&0xf]
+				o += 4
+			}
+			o += 2
 		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	out = append(out[:o], s[w:]...)
+	return append(out, '"')
+}
+
+// jsonAttention sets the high bit of each byte of x that appendJSONString
+// must look at: a control character, '"', '\\', or a byte of a non-ASCII
+// character.
+func jsonAttention(x uint64) uint64 {
+	// On the low 7 bits of each byte (none of these sums leaves its
+	// byte), the high bit of y+0x60 is set for 0x20 and up, that of
+	// (y^c)+0x7f for bytes other than c.
+	y := x &^ swarHigh
+	fine := (y + 0x6060606060606060) & ((y ^ 0x2222222222222222) + 0x7f7f7f7f7f7f7f7f) &
+		((y ^ 0x5c5c5c5c5c5c5c5c) + 0x7f7f7f7f7f7f7f7f)
+	return (x | ^fine) & swarHigh
 }

@@ -3,8 +3,10 @@ package runtime
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"math/bits"
 	"slices"
 	"strings"
 )
@@ -28,10 +30,14 @@ const minSecretLen = 6
 //     (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), sk-… API keys, Slack
 //     xox[abprs]-, AWS AKIA/ASIA key IDs, and JWTs (eyJ….eyJ….sig).
 //
-// It works in one pass over the bytes with a table of interesting first
-// bytes (BenchmarkRedact: well above 100 MB/s), allocating only when it
-// finds something. A redactor is immutable and safe for concurrent use.
-type redactor struct{ secrets [][]byte }
+// It looks for each resolved secret from its rarest byte (IndexByte),
+// then for the patterns in one pass that stops only at quotes and word
+// starts (BenchmarkRedact), and allocates only when it finds something.
+// A redactor is immutable and safe for concurrent use.
+type redactor struct {
+	secrets [][]byte
+	anchors []int // per secret, the offset of its rarest byte (anchorOf)
+}
 
 func newRedactor(secrets []string) redactor {
 	var s [][]byte
@@ -52,7 +58,11 @@ func newRedactor(secrets []string) redactor {
 	}
 	// Longest first, so a secret containing another is replaced whole.
 	slices.SortFunc(s, func(a, b []byte) int { return len(b) - len(a) })
-	return redactor{secrets: s}
+	r := redactor{secrets: s, anchors: make([]int, len(s))}
+	for i, v := range s {
+		r.anchors[i] = anchorOf(v)
+	}
+	return r
 }
 
 // redactMarker returns the marker that stands in for v.
@@ -67,12 +77,75 @@ func redactMarker(v []byte) []byte {
 // redact returns b with every secret replaced. It returns b itself when
 // there is nothing to replace.
 func (r redactor) redact(b []byte) []byte {
-	for _, s := range r.secrets {
-		if bytes.Contains(b, s) {
+	for i, s := range r.secrets {
+		if containsFrom(b, s, r.anchors[i]) {
 			b = bytes.ReplaceAll(b, s, redactMarker(s))
 		}
 	}
 	return redactPatterns(b)
+}
+
+// byteRarity ranks bytes by how common they are in tool output (text,
+// JSON, code), rarest 0: the byte of a secret to look for first.
+var byteRarity = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c >= 0x80 || c < 0x20 && c != '\n' && c != '\t' && c != '\r':
+			t[c] = 0
+		case strings.IndexByte("QZXJKV~^|`$@#%!&*;<>?[]{}+=", byte(c)) >= 0:
+			t[c] = 1
+		case c >= 'A' && c <= 'Z' || strings.IndexByte("qzxjkv", byte(c)) >= 0:
+			t[c] = 2
+		case c >= '0' && c <= '9' || strings.IndexByte("-_/:()'\\", byte(c)) >= 0:
+			t[c] = 3
+		case c >= 'a' && c <= 'z':
+			t[c] = 4
+		default: // space, newline, tab, quote, comma, dot
+			t[c] = 5
+		}
+	}
+	return t
+}()
+
+// anchorOf returns the offset of the rarest byte of s (the last of the
+// rarest).
+func anchorOf(s []byte) int {
+	at := 0
+	for i, c := range s {
+		if byteRarity[c] <= byteRarity[s[at]] {
+			at = i
+		}
+	}
+	return at
+}
+
+// containsFrom reports whether b contains s (bytes.Contains), finding
+// the candidates with bytes.IndexByte on s[at]: that byte being rare, it
+// looks at few places. If the byte turns out common in b, it hands the
+// rest of b to bytes.Contains.
+func containsFrom(b, s []byte, at int) bool {
+	if len(s) == 0 {
+		return true
+	}
+	c, misses := s[at], 0
+	for q := at; q < len(b); q++ {
+		j := bytes.IndexByte(b[q:], c)
+		if j < 0 {
+			return false
+		}
+		q += j
+		p := q - at // where s would start
+		if p+len(s) > len(b) {
+			return false
+		}
+		if string(b[p:p+len(s)]) == string(s) {
+			return true
+		}
+		if misses++; misses > 8+q>>5 {
+			return bytes.Contains(b[p+1:], s)
+		}
+	}
+	return false
 }
 
 // Byte classes of the pattern scanner.
@@ -98,73 +171,53 @@ var redactClass = func() (t [256]uint8) {
 	return t
 }()
 
+// redactSecond[c] has bit k set if c may follow a first byte of class k
+// in a pattern: a key byte after a quote, h (gh?_) or i (github_pat_)
+// after g, k after s, o after x, K or S after A, y after e, e or E after
+// B or b. Class clsNone has no bit.
+var redactSecond = func() (t [256]uint8) {
+	for c := range 256 {
+		if isKeyByte(byte(c)) {
+			t[c] |= 1 << clsQuote
+		}
+	}
+	t['h'] |= 1 << clsG
+	t['i'] |= 1 << clsG
+	t['k'] |= 1 << clsS
+	t['o'] |= 1 << clsX
+	t['K'] |= 1 << clsA
+	t['S'] |= 1 << clsA
+	t['y'] |= 1 << clsE
+	t['e'] |= 1 << clsB
+	t['E'] |= 1 << clsB
+	return t
+}()
+
 // span is a byte range of the input to replace.
 type span struct{ from, to int }
 
 // redactPatterns replaces secret-keyed JSON values and known credential
 // formats.
+//
+// Every pattern starts with a quote and a key byte, or with a pair such
+// as "gh", "sk" or "ey" (redactSecond), so the scan builds a mask of the
+// places where such a pair stands, 64 bytes at a time (redactMask), and
+// looks only there; redact_ref_test.go keeps the former byte-by-byte
+// scan, and TestRedactDifferential holds the two to the same output.
 func redactPatterns(b []byte) []byte {
 	var spans []span
-	n := len(b)
-	for i := 0; i < n; {
-		c := redactClass[b[i]]
-		if c == clsNone {
-			i++
-			continue
-		}
-		var s span
-		ok := false
-		switch c {
-		case clsQuote:
-			s, ok = secretValue(b, i)
-		case clsG:
-			if boundaryBefore(b, i) {
-				if hasPrefixAt(b, i, "github_pat_") {
-					s, ok = tokenRun(b, i, i+len("github_pat_"), 20, isTokenByte)
-				} else if i+4 <= n && b[i+1] == 'h' && b[i+3] == '_' && strings.IndexByte("pousr", b[i+2]) >= 0 {
-					s, ok = tokenRun(b, i, i+4, 20, isAlnum)
-				}
+	next := 0 // where the scan resumes after a match
+	for base := 0; base < len(b); base += 64 {
+		for m := redactMask(b, base); m != 0; m &= m - 1 {
+			i := base + bits.TrailingZeros64(m)
+			if i < next {
+				continue
 			}
-		case clsS:
-			if boundaryBefore(b, i) && hasPrefixAt(b, i, "sk-") {
-				s, ok = tokenRun(b, i, i+3, 20, isTokenDash)
-			}
-		case clsX:
-			if boundaryBefore(b, i) && i+5 <= n && hasPrefixAt(b, i, "xox") && b[i+4] == '-' && strings.IndexByte("abprs", b[i+3]) >= 0 {
-				s, ok = tokenRun(b, i, i+5, 10, isTokenDash)
-			}
-		case clsA:
-			if boundaryBefore(b, i) && (hasPrefixAt(b, i, "AKIA") || hasPrefixAt(b, i, "ASIA")) {
-				j := i + 4
-				for j < n && j-i < 20 && (b[j] >= 'A' && b[j] <= 'Z' || b[j] >= '0' && b[j] <= '9') {
-					j++
-				}
-				if j-i == 20 && (j == n || !isAlnum(b[j])) {
-					s, ok = span{i, j}, true
-				}
-			}
-		case clsE:
-			if boundaryBefore(b, i) && hasPrefixAt(b, i, "eyJ") {
-				s, ok = jwt(b, i)
-			}
-		case clsB:
-			if hasPrefixFold(b, i, "bearer ") && boundaryBefore(b, i) {
-				j := i + len("bearer ")
-				for j < n && b[j] == ' ' {
-					j++
-				}
-				s, ok = tokenRun(b, j, j, 8, isBearerByte)
-				// "Bearer authentication" is prose: a credential has a
-				// digit or a symbol.
-				ok = ok && bytes.ContainsFunc(b[s.from:s.to], func(r rune) bool { return r < 'A' || r > 'z' || r > 'Z' && r < 'a' })
+			if s, ok := redactAt(b, i); ok {
+				spans = append(spans, s)
+				next = s.to
 			}
 		}
-		if ok {
-			spans = append(spans, s)
-			i = s.to
-			continue
-		}
-		i++
 	}
 	if len(spans) == 0 {
 		return b
@@ -179,6 +232,99 @@ func redactPatterns(b []byte) []byte {
 	return append(out, b[last:]...)
 }
 
+// redactMask returns a mask of the pattern starts in b[base:base+64]
+// (base a multiple of 64): bit j when b[base+j] and the byte after it
+// are a pair a pattern may start with (redactPairs). One table look-up
+// per byte.
+func redactMask(b []byte, base int) uint64 {
+	var m uint64
+	k := 0
+	for ; k < 64 && base+k+9 <= len(b); k += 8 {
+		w := b[base+k : base+k+9]
+		v := uint64(redactPairs[binary.LittleEndian.Uint16(w[0:])]) |
+			uint64(redactPairs[binary.LittleEndian.Uint16(w[1:])])<<1 |
+			uint64(redactPairs[binary.LittleEndian.Uint16(w[2:])])<<2 |
+			uint64(redactPairs[binary.LittleEndian.Uint16(w[3:])])<<3 |
+			uint64(redactPairs[binary.LittleEndian.Uint16(w[4:])])<<4 |
+			uint64(redactPairs[binary.LittleEndian.Uint16(w[5:])])<<5 |
+			uint64(redactPairs[binary.LittleEndian.Uint16(w[6:])])<<6 |
+			uint64(redactPairs[binary.LittleEndian.Uint16(w[7:])])<<7
+		m |= v << k
+	}
+	for ; k < 64 && base+k+1 < len(b); k++ { // the last byte of b starts nothing
+		m |= uint64(redactPairs[binary.LittleEndian.Uint16(b[base+k:])]) << k
+	}
+	return m
+}
+
+// redactPairs[c0 | c1<<8] is 1 when a pattern may start with the bytes
+// c0 c1: c0 of a class and c1 in redactSecond for it.
+var redactPairs = func() (t [1 << 16]uint8) {
+	for c0 := range 256 {
+		cls := redactClass[c0]
+		if cls == clsNone {
+			continue
+		}
+		for c1 := range 256 {
+			if redactSecond[c1]&(1<<cls) != 0 {
+				t[c0|c1<<8] = 1
+			}
+		}
+	}
+	return t
+}()
+
+// redactAt returns the span to replace for a pattern starting at b[i].
+func redactAt(b []byte, i int) (span, bool) {
+	n := len(b)
+	switch redactClass[b[i]] {
+	case clsQuote:
+		return secretValue(b, i)
+	case clsG:
+		if boundaryBefore(b, i) {
+			if hasPrefixAt(b, i, "github_pat_") {
+				return tokenRun(b, i, i+len("github_pat_"), 20, isTokenByte)
+			} else if i+4 <= n && b[i+1] == 'h' && b[i+3] == '_' && strings.IndexByte("pousr", b[i+2]) >= 0 {
+				return tokenRun(b, i, i+4, 20, isAlnum)
+			}
+		}
+	case clsS:
+		if boundaryBefore(b, i) && hasPrefixAt(b, i, "sk-") {
+			return tokenRun(b, i, i+3, 20, isTokenDash)
+		}
+	case clsX:
+		if boundaryBefore(b, i) && i+5 <= n && hasPrefixAt(b, i, "xox") && b[i+4] == '-' && strings.IndexByte("abprs", b[i+3]) >= 0 {
+			return tokenRun(b, i, i+5, 10, isTokenDash)
+		}
+	case clsA:
+		if boundaryBefore(b, i) && (hasPrefixAt(b, i, "AKIA") || hasPrefixAt(b, i, "ASIA")) {
+			j := i + 4
+			for j < n && j-i < 20 && (b[j] >= 'A' && b[j] <= 'Z' || b[j] >= '0' && b[j] <= '9') {
+				j++
+			}
+			if j-i == 20 && (j == n || !isAlnum(b[j])) {
+				return span{i, j}, true
+			}
+		}
+	case clsE:
+		if boundaryBefore(b, i) && hasPrefixAt(b, i, "eyJ") {
+			return jwt(b, i)
+		}
+	case clsB:
+		if hasPrefixFold(b, i, "bearer ") && boundaryBefore(b, i) {
+			j := i + len("bearer ")
+			for j < n && b[j] == ' ' {
+				j++
+			}
+			s, ok := tokenRun(b, j, j, 8, isBearerByte)
+			// "Bearer authentication" is prose: a credential has a
+			// digit or a symbol.
+			return s, ok && bytes.ContainsFunc(b[s.from:s.to], func(r rune) bool { return r < 'A' || r > 'z' || r > 'Z' && r < 'a' })
+		}
+	}
+	return span{}, false
+}
+
 // secretValue looks at a quote at i: if it opens a key that looks secret
 // (`"api_key": "v"`, or escaped inside a string, `\"api_key\": \"v\"`),
 // it returns the span of the value's text.
@@ -186,7 +332,7 @@ func secretValue(b []byte, i int) (span, bool) {
 	escaped := i > 0 && b[i-1] == '\\'
 	// The key: a short run of name characters, closed by the same quote.
 	j := i + 1
-	for j < len(b) && j-i <= 64 && isKeyByte(b[j]) {
+	for j < len(b) && j-i <= 64 && keyByte[b[j]] {
 		j++
 	}
 	if j == i+1 || j >= len(b) || j-i > 64 {
@@ -261,6 +407,14 @@ var secretKeyNotWords = []string{"tokens", "count", "type", "usage", "limit", "e
 
 // secretKeyName reports whether a JSON key names a secret.
 func secretKeyName(key []byte) bool {
+	// Most keys hold none of the letters that mark a secret word.
+	rare := false
+	for _, c := range key {
+		rare = rare || secretKeyLetter[c]
+	}
+	if !rare {
+		return false
+	}
 	var buf [64]byte
 	k := buf[:0]
 	for _, c := range key {
@@ -273,10 +427,13 @@ func secretKeyName(key []byte) bool {
 		}
 	}
 	hit := false
-	for _, w := range secretKeyWordsB {
-		if bytes.Contains(k, w) {
-			hit = true
-			break
+	for i := 0; i+1 < len(k) && !hit; i++ {
+		for _, w := range secretKeyWordsAt[k[i]] {
+			// Every word is longer than 2 bytes: compare the second first.
+			if w[1] == k[i+1] && len(k)-i >= len(w) && string(k[i:i+len(w)]) == string(w) {
+				hit = true
+				break
+			}
 		}
 	}
 	if !hit {
@@ -290,7 +447,32 @@ func secretKeyName(key []byte) bool {
 	return true
 }
 
-var secretKeyWordsB, secretKeyNotWordsB = byteWords(secretKeyWords), byteWords(secretKeyNotWords)
+// secretKeyLetter marks, in both cases, the rarest letter of each secret
+// key word (by the order of English letter frequency, rarest first): a
+// key without any of them holds no secret word.
+var secretKeyLetter = func() (t [256]bool) {
+	const rarestFirst = "zqjxkvbpgwyfmculdhrsnioate"
+	for _, w := range secretKeyWords {
+		at := 0
+		for i := range len(w) {
+			if strings.IndexByte(rarestFirst, w[i]) < strings.IndexByte(rarestFirst, w[at]) {
+				at = i
+			}
+		}
+		t[w[at]], t[w[at]-'a'+'A'] = true, true
+	}
+	return t
+}()
+
+// secretKeyWordsAt lists the secret key words by their first byte.
+var secretKeyWordsAt = func() (t [256][][]byte) {
+	for _, w := range secretKeyWords {
+		t[w[0]] = append(t[w[0]], []byte(w))
+	}
+	return t
+}()
+
+var secretKeyNotWordsB = byteWords(secretKeyNotWords)
 
 func byteWords(ws []string) [][]byte {
 	out := make([][]byte, len(ws))
@@ -371,6 +553,14 @@ func isAlnum(c byte) bool {
 func isTokenByte(c byte) bool { return isAlnum(c) || c == '_' }
 func isTokenDash(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
 func isBase64URL(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
+
+var keyByte = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isKeyByte(byte(c))
+	}
+	return t
+}()
+
 func isKeyByte(c byte) bool {
 	return isAlnum(c) || c == '_' || c == '-' || c == '.' || c == '$' || c == '@'
 }

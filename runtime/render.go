@@ -32,6 +32,13 @@ func RenderResult(res *mcp.CallToolResult, maxChars int) Rendered {
 	if res == nil {
 		return Rendered{}
 	}
+	if len(res.Content) == 1 {
+		// One text block that fits, the common case: the text itself.
+		if t, ok := res.Content[0].(*mcp.TextContent); ok && (maxChars <= 0 || len(t.Text) <= maxChars) {
+			n := runeCount(t.Text)
+			return Rendered{Text: t.Text, Chars: n}
+		}
+	}
 	r := renderer{max: maxChars}
 	for i, c := range res.Content {
 		if i > 0 {
@@ -66,14 +73,14 @@ type renderer struct {
 func (r *renderer) add(s string) {
 	if r.max <= 0 {
 		r.sb.WriteString(s)
-		r.chars += utf8.RuneCountInString(s)
+		r.chars += runeCount(s)
 		r.kept = r.chars
 		return
 	}
 	if room := r.max - r.kept; room > 0 {
 		if len(s) <= room { // at most room runes
 			r.sb.WriteString(s)
-			n := utf8.RuneCountInString(s)
+			n := runeCount(s)
 			r.chars += n
 			r.kept += n
 			return
@@ -90,7 +97,7 @@ func (r *renderer) add(s string) {
 		r.chars += n
 		s = s[i:]
 	}
-	r.chars += utf8.RuneCountInString(s)
+	r.chars += runeCount(s)
 }
 
 func (r *renderer) done() Rendered {
