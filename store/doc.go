@@ -110,4 +110,12 @@
 //     recomputes both, and checks every index against the records.
 //   - Errors from bbolt are translated at this boundary: callers check
 //     this package's sentinels and never import bbolt.
+//   - A damaged file is reported, never a crash: bbolt's panics on a
+//     damaged page, and the memory faults of a page that points past the
+//     end of the file, become a [*CorruptError] (with
+//     debug.SetPanicOnFault in each goroutine while it reads the memory
+//     map: read transactions, commits, Open), keys and values are checked
+//     to lie inside the file before they are copied, and Open checks the
+//     file's size and freelist before bbolt reads them. A failed Open
+//     leaves the file unlocked.
 package store

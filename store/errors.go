@@ -75,6 +75,10 @@ type CorruptError struct {
 	Reason string
 	// Err is the underlying decode error, if any.
 	Err error
+
+	// fault is set when the error stands for a recovered panic or memory
+	// fault (see recoverCorrupt), whose position the reader fills in.
+	fault bool
 }
 
 // Error implements error.

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -105,48 +106,57 @@ func fuzzBaseFile(tb testing.TB) []byte {
 	return fuzzBase.data
 }
 
-// knownBug marks a failure already reported in RELIABILITY.md ("Known
-// bugs"): the test is skipped with the reason, unless MCPLEDGER_STRICT=1,
-// which makes it fail as it should once the bug is fixed.
-func knownBug(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("MCPLEDGER_STRICT") == "1" {
-		t.Fatalf("KNOWN BUG: "+format, args...)
-	}
-	t.Skipf("KNOWN BUG (MCPLEDGER_STRICT=1 fails instead): "+format, args...)
-}
+// fuzzCrashDirEnv names a directory where each FuzzJournalBytes process
+// writes its crash report, if it crashes.
+const fuzzCrashDirEnv = "MCPLEDGER_FUZZ_CRASHDIR"
 
 // FuzzJournalBytes opens a journal file whose bytes were corrupted (bits
 // flipped at any offset, pages zeroed, the file truncated or grown) and
 // reads it every way mcpledger does: Open read-only (verify, log, replay)
 // then Verify, ReadAll, Sessions, Head and ReadSession of each session;
-// then Open writable (run) and ReadAll (its history). None may panic,
-// fault or hang; each either succeeds or fails with an error wrapping
-// ErrCorrupt, ErrNotJournal or ErrNewerFormat. If Verify passes, every
-// read must pass.
+// then Open writable (run), ReadAll (its history) and, if that passed, an
+// Append. None may panic, fault or hang; each either succeeds or fails with an error
+// wrapping ErrCorrupt, ErrNotJournal or ErrNewerFormat. If Verify passes,
+// every read must pass. Once every journal opened on the file is closed,
+// nothing may hold its lock.
 //
 // The seeds run in the default suite: the intact file, damaged meta
 // pages, flipped bytes inside records, truncations, a grown file. Damage
 // to the page structure (page headers, branch elements, the freelist,
-// zeroed pages) can fault the process today (a known bug), so
-// TestJournalPageDamage checks it in child processes; with
-// MCPLEDGER_FUZZ_FAULTS=1 it seeds the fuzzer too, and faults become
-// panics the store reports as corrupt, so that a long run goes on looking
-// for other failures. Fuzz for longer with
+// zeroed pages) once faulted the process, so TestJournalPageDamage checks
+// it in child processes, where a fault fails the test with its report
+// instead of ending the test binary; while fuzzing it seeds the fuzzer
+// too. Fuzz for longer with
 //
 //	go test ./store -run '^$' -fuzz FuzzJournalBytes -fuzztime 10m
+//
+// and with MCPLEDGER_FUZZ_CRASHDIR=DIR to keep the report of a worker
+// that dies (the fuzzing engine discards their output).
 func FuzzJournalBytes(f *testing.F) {
 	base := fuzzBaseFile(f)
 	for _, b := range safeDamage(base) {
 		f.Add(b)
 	}
-	sf := newScratch(f.TempDir())
-	tolerate := os.Getenv("MCPLEDGER_FUZZ_FAULTS") == "1"
-	if tolerate {
+	if fz := flag.Lookup("test.fuzz"); fz != nil && fz.Value.String() != "" {
 		for _, b := range pageDamage(base) {
 			f.Add(b)
 		}
 	}
+	if dir := os.Getenv(fuzzCrashDirEnv); dir != "" {
+		// The fuzzing engine discards its workers' output, so a worker
+		// that dies (a fault, the watchdog below, running out of memory)
+		// leaves no trace but "terminated unexpectedly": keep the
+		// runtime's report in a file per process.
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("crash-%d.txt", os.Getpid())))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if err := debug.SetCrashOutput(out, debug.CrashOptions{}); err != nil {
+			f.Fatal(err)
+		}
+		out.Close()
+	}
+	sf := newScratch(f.TempDir())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A read that never ends is a failure too: crash with every
 		// goroutine's stack, so the fuzzer reports it and keeps the input.
@@ -155,9 +165,6 @@ func FuzzJournalBytes(f *testing.F) {
 			panic(fmt.Sprintf("reading a damaged journal (%d bytes) did not end within %v", len(data), fuzzHang))
 		})
 		defer watchdog.Stop()
-		if tolerate {
-			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		}
 		// A panic that escapes the store is a failure (the store turns
 		// bbolt's into ErrCorrupt); say which read let it out.
 		step := "start"
@@ -242,11 +249,11 @@ const (
 )
 
 // TestJournalPageDamage reads journals with damaged page structure (see
-// pageDamage) in child processes, since a fault ends the process: a child
-// checks the inputs in order and prints each one it finished; when one
-// crashes it, a new child carries on after it. A fault is a known bug
-// (RELIABILITY.md), logged unless MCPLEDGER_STRICT=1; any other failure
-// fails.
+// pageDamage) in child processes, so that a fault, which ends a process,
+// is reported with its input: a child checks the inputs in order and
+// prints each one it finished; when one crashes it, a new child carries
+// on after it. Every input must read cleanly or fail with a clean error
+// (checkJournalBytes), and no child may fault or fail.
 func TestJournalPageDamage(t *testing.T) {
 	if dir := os.Getenv(pageDamageEnv); dir != "" {
 		from, _ := strconv.Atoi(os.Getenv(pageDamageFromEnv))
@@ -271,8 +278,9 @@ func TestJournalPageDamage(t *testing.T) {
 		}
 	}
 	var faults []string
+	failed := 0
 	for from := 0; from < len(inputs); {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestJournalPageDamage$", "-test.v")
+		cmd := exec.Command(os.Args[0], "-test.run=^TestJournalPageDamage$", "-test.v", "-test.timeout=5m")
 		cmd.Env = append(os.Environ(), pageDamageEnv+"="+dir, pageDamageFromEnv+"="+strconv.Itoa(from))
 		out, err := cmd.CombinedOutput()
 		text := string(out)
@@ -286,25 +294,33 @@ func TestJournalPageDamage(t *testing.T) {
 				t.Fatalf("the child stopped after %d of %d inputs:\n%s", from, len(inputs), text)
 			}
 		case strings.Contains(text, "fatal error: fault"):
-			sig := text[strings.Index(text, "fatal error: fault"):]
-			if i := strings.Index(sig, "goroutine "); i > 0 {
-				sig = sig[:i]
-			}
-			faults = append(faults, fmt.Sprintf("input %d: %s", from, strings.Join(strings.Fields(sig), " ")))
+			i := strings.Index(text, "fatal error: fault")
+			faults = append(faults, fmt.Sprintf("input %d: %.1500s", from, text[i:]))
 			from++
+		case strings.Contains(text, "\n--- FAIL"):
+			// A failed input (the child goes on to the next one).
+			failed++
+			t.Errorf("%v:\n%s", err, failureLines(text))
 		default:
 			t.Fatalf("input %d: %v\n%s", from, err, text)
 		}
-		for _, line := range strings.Split(text, "\n") {
-			if strings.Contains(line, "--- FAIL") || strings.Contains(line, "KNOWN BUG") {
-				t.Log(strings.TrimSpace(line))
-			}
+	}
+	t.Logf("%d inputs with damaged pages: %d faulted the process, children failed %d times", len(inputs), len(faults), failed)
+	for _, f := range faults {
+		t.Errorf("a journal with a damaged page faulted the process: %s", f)
+	}
+}
+
+// failureLines returns the lines of a child test's output that report a
+// failure, and the subtest lines before them.
+func failureLines(text string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "--- FAIL") || strings.HasPrefix(strings.TrimSpace(line), "fuzz_test.go:") {
+			b.WriteString(strings.TrimSpace(line) + "\n")
 		}
 	}
-	t.Logf("%d inputs with damaged pages, %d faulted the process", len(inputs), len(faults))
-	if len(faults) > 0 {
-		knownBug(t, "%d of %d journals with a damaged page fault the process, e.g. %s", len(faults), len(inputs), faults[0])
-	}
+	return b.String()
 }
 
 // findingEnv names the input a child process of TestJournalFuzzFindings
@@ -313,9 +329,9 @@ const findingEnv = "STORE_FUZZ_FINDING"
 
 // TestJournalFuzzFindings re-checks inputs FuzzJournalBytes found
 // (testdata/journalfuzz/*.db.gz), each in a child process (this test
-// binary re-executed), since some crash the process: such a crash, and a
-// read failing where Verify passed, are known bugs (RELIABILITY.md),
-// logged unless MCPLEDGER_STRICT=1. Anything else failing fails.
+// binary re-executed), since each once crashed the process or failed a
+// check: each must now pass checkJournalBytes, and a crash fails the test
+// with its report.
 func TestJournalFuzzFindings(t *testing.T) {
 	if p := os.Getenv(findingEnv); p != "" {
 		checkJournalBytes(t, newScratch(t.TempDir()), gunzipFile(t, p), new(string))
@@ -328,21 +344,16 @@ func TestJournalFuzzFindings(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			abs, _ := filepath.Abs(f)
-			cmd := exec.Command(os.Args[0], "-test.run=^TestJournalFuzzFindings$", "-test.v")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestJournalFuzzFindings$", "-test.v", "-test.timeout=2m")
 			cmd.Env = append(os.Environ(), findingEnv+"="+abs)
 			out, err := cmd.CombinedOutput()
 			text := string(out)
 			switch {
-			case err != nil && (strings.Contains(text, "fatal error: fault") || strings.Contains(text, "out of memory")):
+			case err != nil && strings.Contains(text, "fatal error"):
 				i := strings.Index(text, "fatal error")
-				knownBug(t, "reading %s crashes the process: %.400s", f, text[i:])
+				t.Errorf("reading %s crashes the process: %.1500s", f, text[i:])
 			case err != nil:
 				t.Errorf("%s: %v\n%s", f, err, text)
-			case strings.Contains(text, "KNOWN BUG"):
-				i := strings.Index(text, "KNOWN BUG")
-				knownBug(t, "%s: %.400s", f, text[i:])
-			default:
-				t.Logf("%s: reads cleanly now", f)
 			}
 		})
 	}
@@ -415,8 +426,10 @@ func checkJournalBytes(t *testing.T, sf *scratchFile, data []byte, step *string)
 	// file's lock.
 	defer func() {
 		if leaked := lockHeld(t, path); leaked {
+			// The next input gets a fresh file, so that it is not refused
+			// with ErrLocked for this one.
 			sf.path = filepath.Join(sf.dir, fmt.Sprintf("journal-%d.db", time.Now().UnixNano()))
-			knownBug(t, "the file stays locked after every journal opened on it was closed (%s): a failed Open leaked its file and lock", *step)
+			t.Errorf("the file stays locked after every journal opened on it was closed (%s): a failed Open leaked its file and lock", *step)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -484,6 +497,17 @@ func checkJournalBytes(t *testing.T, sf *scratchFile, data []byte, step *string)
 	err = j.ReadAll(ctx, 0, func(events.Event) error { return nil })
 	if bad("ReadAll (writable)", err) && verr == nil {
 		verifyMissed(t, "ReadAll on a writable open failed: %v", err)
+	}
+	// Then it appends, if the history read cleanly (run refuses a journal
+	// whose history does not; appending to a damaged journal is a known
+	// bug, RELIABILITY.md). The commit reads pages too and rewrites them
+	// whole, including parts no read depends on (the length of a branch
+	// page's key, compared only up to its first differing byte), so an
+	// append may fail where Verify passed, but only with a clean error.
+	if err == nil {
+		*step = "Append"
+		_, err = j.Append(ctx, events.NewID(), store.NoStream, []events.Event{storetest.Event("server-z", 0, time.Date(2025, 5, 7, 15, 0, 0, 0, time.UTC))})
+		bad("Append", err)
 	}
 	if err := j.Close(); err != nil && !cleanJournalError(err) {
 		t.Fatalf("Close writable: %v", err)

@@ -100,9 +100,10 @@ type span struct{ seq, gpos, count uint64 }
 
 // spans returns where the session's events from seq on are, as spans in
 // seq order, covering at most limit events, reading sealed segments from
-// index/ (c is a cursor on it) and the open segment from h. It returns a
-// *CorruptError when the segments do not join up.
-func spans(c *bolt.Cursor, h *head, seq uint64, limit int, dst []span) ([]span, error) {
+// index/ (c is a cursor on it, in a read transaction that may use m) and
+// the open segment from h. It returns a *CorruptError when the segments
+// do not join up.
+func spans(m mapped, c *bolt.Cursor, h *head, seq uint64, limit int, dst []span) ([]span, error) {
 	sid := h.info.Session
 	if seq > h.info.LastSeq || limit <= 0 {
 		return dst, nil
@@ -136,6 +137,9 @@ func spans(c *bolt.Cursor, h *head, seq uint64, limit int, dst []span) ([]span, 
 		var runs []run
 		first, end := true, uint64(0)
 		for ; left > 0 && seq < h.openSeq; k, v = c.Next() {
+			if !m.holds(k) || !m.holds(v) {
+				return dst, &CorruptError{Session: sid, Seq: seq, Reason: "an index entry points outside the file (damaged leaf page)"}
+			}
 			ksid, kseq, ok := parseIndexKey(k)
 			if !ok || ksid != sid {
 				return dst, &CorruptError{Session: sid, Seq: seq, Reason: "index has no segment for the seq"}
@@ -176,24 +180,30 @@ func loadHead(sessions *bolt.Bucket, sid uuid.UUID, h *head) (bool, error) {
 }
 
 // locate finds which session's event is stored at gpos, through the heads
-// and indexes (not the record, which may be what is damaged). It walks
-// every session whose gpos range holds gpos, so it is for error reports.
+// and indexes (not the record, which may be what is damaged), in a read
+// transaction. It walks every session whose gpos range holds gpos, so it
+// is for error reports.
 func locate(tx *bolt.Tx, gpos uint64) (uuid.UUID, uint64, bool) {
 	sessions, index := tx.Bucket(bucketSessions), tx.Bucket(bucketIndex)
 	if sessions == nil || index == nil {
 		return uuid.Nil, 0, false
 	}
+	m := mappedOf(tx)
 	c := sessions.Cursor()
 	var h head
 	var buf []span
+	var prev []byte
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if len(k) != 16 || !parseHead(uuid.UUID(k), v, &h) || gpos < h.info.FirstGPos || gpos > h.info.LastGPos {
+		if !m.holds(k) || !ascending(&prev, k) {
+			break // damaged pages: give up on naming the session
+		}
+		if !m.holds(v) || len(k) != 16 || !parseHead(uuid.UUID(k), v, &h) || gpos < h.info.FirstGPos || gpos > h.info.LastGPos {
 			continue
 		}
 		ic := index.Cursor()
 		for seq := uint64(1); seq <= h.info.LastSeq; {
 			var err error
-			if buf, err = spans(ic, &h, seq, 4096, buf[:0]); err != nil || len(buf) == 0 {
+			if buf, err = spans(m, ic, &h, seq, 4096, buf[:0]); err != nil || len(buf) == 0 {
 				break
 			}
 			for _, s := range buf {

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -120,17 +122,22 @@ type Journal struct {
 // directory (0700) if needed, and starts its writer. On a new file it
 // writes meta/format and meta/codec. Errors: [ErrLocked] (wrapped with the
 // path) when another process holds the file, [ErrNotJournal],
-// [ErrNewerFormat], and for a ReadOnly open of a missing file an error
-// wrapping fs.ErrNotExist.
+// [ErrNewerFormat], [ErrCorrupt] for a truncated file or a damaged page
+// among those Open reads (the freelist, meta/, the end of log/), and for
+// a ReadOnly open of a missing file an error wrapping fs.ErrNotExist. A
+// failed Open leaves the file closed and unlocked.
 func Open(path string, opts *Options) (j *Journal, err error) {
-	// bbolt asserts on damaged pages (a corrupt freelist, a branch page of
-	// the wrong type) by panicking while it opens; report the file as
-	// corrupt instead of crashing the process.
+	// Open reads pages (the freelist, meta/, the end of log/): bbolt
+	// asserts on a damaged one by panicking, and one that points past the
+	// end of the file faults (see fault.go). Report the file as corrupt
+	// instead of crashing the process; whatever was opened is closed by
+	// then (open, boltOpen).
 	defer func() {
 		if r := recover(); r != nil {
-			j, err = nil, fmt.Errorf("open %s: %w: bbolt could not read it: %v (run mcpledger verify on a copy, or move it aside)", path, ErrCorrupt, r)
+			j, err = nil, fmt.Errorf("open %s: %w (run mcpledger verify on a copy, or move it aside)", path, corruptFromPanic(r))
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return open(path, opts)
 }
 
@@ -162,10 +169,11 @@ func open(path string, opts *Options) (*Journal, error) {
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create journal directory: %w", err)
 	}
-	if err := checkFile(path); err != nil { // before bbolt maps a truncated file
+	// Before bbolt maps a truncated file, or reads a damaged freelist.
+	if err := checkFile(path, o.LockTimeout); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	db, err := boltOpen(path, &bolt.Options{
 		Timeout:         o.LockTimeout,
 		ReadOnly:        o.ReadOnly,
 		FreelistType:    bolt.FreelistMapType,
@@ -208,10 +216,16 @@ func open(path string, opts *Options) (*Journal, error) {
 		j.ids = newRecentIDs(RetryWindow)
 		j.st, j.w = newStager(), newTxWriter(j.ids)
 		j.solo.Store(true)
-		skipped := 0
-		if err := db.View(func(tx *bolt.Tx) error { skipped = j.ids.load(tx); return nil }); err != nil {
+		var skipped int
+		var damaged uint64
+		if err := db.View(func(tx *bolt.Tx) error { skipped, damaged = j.ids.load(tx); return nil }); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("open %s: %w", path, translate(err))
+		}
+		if damaged != 0 {
+			_ = db.Close()
+			return nil, fmt.Errorf("open %s: %w (run mcpledger verify on a copy, or move it aside)", path, &CorruptError{GPos: damaged,
+				Reason: "the end of the log is damaged (this entry is missing, out of order, or points outside the file), and appending would rewrite it"})
 		}
 		if skipped > 0 {
 			j.log.Warn("records at the end of the journal fail their CRC; run verify", logKeyRecords, skipped)
@@ -221,6 +235,34 @@ func open(path string, opts *Options) (*Journal, error) {
 	j.log.Info("journal opened", logKeyReadOnly, o.ReadOnly, logKeyNoSync, o.NoSync)
 	opened = true
 	return j, nil
+}
+
+// boltOpen is bolt.Open, except that when bbolt panics while opening (on
+// a damaged page that checkFile did not catch) it returns a *CorruptError
+// and releases the file: bbolt cannot clean up after a panic, and its file
+// would stay open and locked until the process exits, so that the next
+// Open of it would fail with ErrLocked. The lock is released explicitly
+// before the file is closed, because a memory map bbolt may have made by
+// then keeps the open file, and so its flock, alive. The map itself stays
+// (address space, no lock) until the process exits; checkFile's checks
+// make this rare.
+func boltOpen(path string, o *bolt.Options) (db *bolt.DB, err error) {
+	var file *os.File
+	o.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if file != nil {
+				_ = syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
+				_ = file.Close()
+			}
+			db, err = nil, corruptFromPanic(r)
+		}
+	}()
+	return bolt.Open(path, 0o600, o)
 }
 
 // Log keys.
@@ -273,6 +315,9 @@ func initMeta(db *bolt.DB, readOnly bool) error {
 
 // parseVersion parses a decimal meta version; 0 is not a version.
 func parseVersion(v []byte) (uint64, error) {
+	if len(v) > 10 { // 2^32-1; and a damaged length copies nothing
+		return 0, errors.New("too long")
+	}
 	n, err := strconv.ParseUint(string(v), 10, 32)
 	if err == nil && n == 0 {
 		err = errors.New("zero version")
@@ -322,7 +367,8 @@ func (j *Journal) isClosed() bool {
 	}
 }
 
-// view runs fn in a read transaction, translating errors.
+// view runs fn in a read transaction, translating errors, unless ctx has
+// ended or the journal is closed.
 func (j *Journal) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -330,14 +376,26 @@ func (j *Journal) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if j.isClosed() {
 		return ErrClosed
 	}
+	return j.read(fn)
+}
+
+// read runs fn in a read transaction, translating errors. bbolt asserts
+// on damaged pages by panicking, and a damaged page that points past the
+// end of the file faults: a read of a damaged journal reports either as a
+// *CorruptError instead of crashing the process (fault.go).
+func (j *Journal) read(fn func(tx *bolt.Tx) error) error {
 	return translate(j.db.View(func(tx *bolt.Tx) (err error) {
-		// bbolt asserts on damaged pages by panicking; a read of a damaged
-		// journal reports it as corrupt instead of crashing the process.
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%w: bbolt could not read a page: %v (run mcpledger verify to find the first bad record)", ErrCorrupt, r)
-			}
-		}()
+		defer recoverCorrupt(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		return fn(tx)
 	}))
+}
+
+// update runs fn in a write transaction and commits it, translating
+// errors; a panic or fault on a damaged page, in fn or in the commit,
+// rolls the transaction back and is returned as a *CorruptError.
+func (j *Journal) update(fn func(tx *bolt.Tx) error) (err error) {
+	defer recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return translate(j.db.Update(fn))
 }

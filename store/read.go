@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,9 +23,25 @@ const readChunk = 512
 func (j *Journal) Sessions(ctx context.Context) ([]SessionInfo, error) {
 	var out []SessionInfo
 	err := j.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
+		m := mappedOf(tx)
+		b := tx.Bucket(bucketSessions)
+		seek := b.Cursor()
+		var prev []byte
+		return b.ForEach(func(k, v []byte) error {
+			if !m.holds(k) || !m.holds(v) {
+				return &CorruptError{Reason: "a sessions entry points outside the file (damaged leaf page)"}
+			}
 			if len(k) != 16 {
 				return &CorruptError{Reason: fmt.Sprintf("sessions key of %d bytes", len(k))}
+			}
+			if !ascending(&prev, k) {
+				return &CorruptError{Session: uuid.UUID(k), Reason: "sessions keys out of order (damaged page)"}
+			}
+			// Head, ReadSession and appends find a head by key, through
+			// branch keys and a binary search of the leaf that this walk
+			// does not use: damaged keys would hide it from them.
+			if sk, _ := seek.Seek(k); !bytes.Equal(sk, k) {
+				return &CorruptError{Session: uuid.UUID(k), Reason: "a seek for the head lands on key " + m.text(sk) + " (damaged page)"}
 			}
 			info, ok := parseInfo(uuid.UUID(k), v)
 			if !ok {
@@ -48,6 +65,9 @@ func (j *Journal) Head(ctx context.Context, session uuid.UUID) (SessionInfo, err
 		if v == nil {
 			return ErrNotFound
 		}
+		if !mappedOf(tx).holds(v) {
+			return &CorruptError{Session: session, Reason: "the head points outside the file (damaged leaf page)"}
+		}
 		var ok bool
 		if info, ok = parseInfo(session, v); !ok {
 			return &CorruptError{Session: session, Reason: "undecodable head"}
@@ -64,8 +84,9 @@ func (j *Journal) Head(ctx context.Context, session uuid.UUID) (SessionInfo, err
 // order. An error from fn stops the read and is returned as is. fn runs
 // in the caller's goroutine but outside any transaction, so it may take
 // its time or call other methods, including Append. It returns
-// [ErrNotFound] for an unknown session and a [*CorruptError] for a record
-// that fails its CRC or does not decode (after delivering the events
+// [ErrNotFound] for an unknown session and a [*CorruptError] for the
+// first record that fails its CRC, does not decode, or cannot be found or
+// read because a page of the file is damaged (after delivering the events
 // before it).
 func (j *Journal) ReadSession(ctx context.Context, session uuid.UUID, fromSeq uint64, fn func(events.Event) error) error {
 	_, err := scan(ctx, max(fromSeq, 1), false, j.fillSession(session), fn)
@@ -79,7 +100,9 @@ func (j *Journal) fillSession(session uuid.UUID) fillFunc {
 	var h head
 	var sp []span
 	return func(ctx context.Context, c *chunk, next uint64) (uint64, error) {
+		at := span{seq: next} // the record being read, for a fault
 		err := j.view(ctx, func(tx *bolt.Tx) error {
+			m := mappedOf(tx)
 			ok, err := loadHead(tx.Bucket(bucketSessions), session, &h)
 			if err != nil {
 				return err
@@ -87,14 +110,19 @@ func (j *Journal) fillSession(session uuid.UUID) fillFunc {
 			if !ok {
 				return ErrNotFound
 			}
-			if sp, err = spans(tx.Bucket(bucketIndex).Cursor(), &h, next, readChunk, sp[:0]); err != nil {
+			if sp, err = spans(m, tx.Bucket(bucketIndex).Cursor(), &h, next, readChunk, sp[:0]); err != nil {
 				return err
 			}
 			cur := tx.Bucket(bucketLog).Cursor()
 			for _, s := range sp {
+				at = span{seq: s.seq, gpos: s.gpos}
 				var kb [8]byte
 				k, v := cur.Seek(itob(&kb, s.gpos))
 				for i := range s.count {
+					at = span{seq: s.seq + i, gpos: s.gpos + i}
+					if !m.holds(k) || !m.holds(v) {
+						return &CorruptError{Session: session, Seq: s.seq + i, GPos: s.gpos + i, Reason: "the log entry points outside the file (damaged leaf page)"}
+					}
 					if gpos, ok := btoi(k); !ok || gpos != s.gpos+i || v == nil {
 						return &CorruptError{Session: session, Seq: s.seq + i, GPos: s.gpos + i, Reason: "index points at a missing record"}
 					}
@@ -107,7 +135,7 @@ func (j *Journal) fillSession(session uuid.UUID) fillFunc {
 		})
 		c.seal()
 		if err != nil {
-			return next, fmt.Errorf("read session %s: %w", session, err)
+			return next, fmt.Errorf("read session %s: %w", session, corruptAt(err, session, at.seq, at.gpos))
 		}
 		return next, nil
 	}
@@ -124,12 +152,16 @@ func (j *Journal) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.E
 // fillLog reads a chunk of the global log in a read transaction.
 func (j *Journal) fillLog(ctx context.Context, c *chunk, next uint64) (uint64, error) {
 	err := j.view(ctx, func(tx *bolt.Tx) error {
+		m := mappedOf(tx)
 		cur := tx.Bucket(bucketLog).Cursor()
 		var kb [8]byte
 		for k, v := cur.Seek(itob(&kb, next)); k != nil && len(c.pos) < readChunk; k, v = cur.Next() {
+			if !m.holds(k) || !m.holds(v) {
+				return &CorruptError{GPos: next, Reason: "the log entry points outside the file (damaged leaf page)"}
+			}
 			gpos, ok := btoi(k)
 			if !ok || gpos != next || v == nil {
-				return &CorruptError{GPos: next, Reason: fmt.Sprintf("global log gap: next key is %x", k)}
+				return &CorruptError{GPos: next, Reason: "global log gap: next key is " + m.text(k)}
 			}
 			c.copyRec(recPos{gpos: gpos}, v)
 			next = gpos + 1
@@ -138,7 +170,7 @@ func (j *Journal) fillLog(ctx context.Context, c *chunk, next uint64) (uint64, e
 	})
 	c.seal()
 	if err != nil {
-		return next, fmt.Errorf("read log from %d: %w", next, err)
+		return next, fmt.Errorf("read log from %d: %w", next, corruptAt(err, uuid.Nil, 0, next))
 	}
 	return next, nil
 }
@@ -151,7 +183,7 @@ func (j *Journal) attribute(err error) error {
 	if !errors.As(err, &ce) || ce.Session != uuid.Nil || ce.GPos == 0 {
 		return err
 	}
-	_ = j.db.View(func(tx *bolt.Tx) error {
+	_ = j.read(func(tx *bolt.Tx) error { // a damaged index may fault too
 		ce.Session, ce.Seq, _ = locate(tx, ce.GPos)
 		return nil
 	})

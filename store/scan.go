@@ -17,8 +17,12 @@ type chunk struct {
 	data []byte // backing store of copied records (see copyRec)
 	ends []int  // end offset in data of each copied record
 	evs  []events.Event
-	err  error // the first fill or decode error; evs holds the events before it
+	err  error // the first decode error, else fillErr; evs holds the events before it
 	done chan struct{}
+
+	// fillErr is the error that stopped the fill, after the records
+	// copied before it.
+	fillErr error
 }
 
 // recPos is where a record was found: its gpos and, when read through a
@@ -29,7 +33,7 @@ type recPos struct {
 }
 
 func (c *chunk) reset() {
-	c.pos, c.recs, c.data, c.ends, c.evs, c.err = c.pos[:0], c.recs[:0], c.data[:0], c.ends[:0], c.evs[:0], nil
+	c.pos, c.recs, c.data, c.ends, c.evs, c.err, c.fillErr = c.pos[:0], c.recs[:0], c.data[:0], c.ends[:0], c.evs[:0], nil, nil
 	c.done = make(chan struct{})
 }
 
@@ -60,7 +64,9 @@ func (c *chunk) addRec(p recPos, rec []byte) {
 // c, at most readChunk of them, and returns the position after the last.
 type fillFunc func(ctx context.Context, c *chunk, next uint64) (uint64, error)
 
-// decode decodes c's records, stopping at the first bad one.
+// decode decodes c's records, stopping at the first bad one. A chunk
+// whose fill failed ends with the fill's error, unless a record copied
+// before it was bad: the first problem in read order is reported.
 func (c *chunk) decode(dec *events.Decoder) {
 	for i, rec := range c.recs {
 		p := c.pos[i]
@@ -71,6 +77,7 @@ func (c *chunk) decode(dec *events.Decoder) {
 		}
 		c.evs = append(c.evs, e)
 	}
+	c.err = c.fillErr
 }
 
 // deliver calls fn on c's events and returns c's error, if any, after
@@ -100,10 +107,8 @@ func scan(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(
 	c := getChunk()
 	defer putChunk(c)
 	c.reset()
-	after, err := fill(ctx, c, next)
-	if err != nil {
-		return next, err
-	}
+	var after uint64
+	after, c.fillErr = fill(ctx, c, next)
 	dec := decoders.Get().(*events.Decoder)
 	c.decode(dec)
 	decoders.Put(dec)
@@ -175,17 +180,10 @@ func scanParallel(ctx context.Context, next uint64, byGPos bool, fill fillFunc, 
 				return
 			}
 			c.reset()
-			var err error
-			if pos, err = fill(ctx, c, pos); err != nil {
-				c.err = err
-				close(c.done)
-			}
+			pos, c.fillErr = fill(ctx, c, pos)
 			select {
 			case order <- c:
 			case <-ctx.Done():
-				return
-			}
-			if err != nil {
 				return
 			}
 			select {
@@ -193,7 +191,7 @@ func scanParallel(ctx context.Context, next uint64, byGPos bool, fill fillFunc, 
 			case <-ctx.Done():
 				return
 			}
-			if len(c.recs) < readChunk {
+			if c.fillErr != nil || len(c.recs) < readChunk {
 				return
 			}
 		}

@@ -40,10 +40,15 @@ type VerifyReport struct {
 // whole.
 func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 	var rep VerifyReport
+	// What the walk is checking, for a fault: while walking the log, the
+	// record at rep.LogEntries+1; else at.
+	var at recPos
+	walking := false
 	err := j.view(ctx, func(tx *bolt.Tx) error {
 		if err := checkMeta(tx); err != nil {
 			return err
 		}
+		m := mappedOf(tx)
 		logB, sessions, index := tx.Bucket(bucketLog), tx.Bucket(bucketSessions), tx.Bucket(bucketIndex)
 		type session struct {
 			chk    *checker
@@ -54,21 +59,25 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		done := map[uuid.UUID]bool{}
 		dec := events.NewDecoder()
 		c, seek := logB.Cursor(), logB.Cursor()
+		walking = true
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if rep.LogEntries%1024 == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
+			if !m.holds(k) || !m.holds(v) {
+				return &CorruptError{GPos: rep.LogEntries + 1, Reason: "the log entry points outside the file (damaged leaf page)"}
+			}
 			gpos, ok := btoi(k)
 			if !ok || gpos != rep.LogEntries+1 || v == nil {
-				return &CorruptError{GPos: rep.LogEntries + 1, Reason: fmt.Sprintf("global log gap: next key is %x", k)}
+				return &CorruptError{GPos: rep.LogEntries + 1, Reason: "global log gap: next key is " + m.text(k)}
 			}
 			// Reads seek by key, through the branch pages this walk does
 			// not use: a damaged branch key would send them elsewhere.
 			if sk, _ := seek.Seek(k); !bytes.Equal(sk, k) {
 				sid, seq, _ := locate(tx, gpos)
-				return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: fmt.Sprintf("a seek for the record lands on key %x (damaged branch page)", sk)}
+				return &CorruptError{Session: sid, Seq: seq, GPos: gpos, Reason: "a seek for the record lands on key " + m.text(sk) + " (damaged branch page)"}
 			}
 			e, err := decode(dec, uuid.Nil, 0, gpos, v)
 			if err != nil {
@@ -106,21 +115,32 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 			if err := s.chk.finish(s.stored.info, true); err != nil {
 				return err
 			}
-			if err := checkIndex(index.Cursor(), index.Cursor(), &s.stored, s.runs); err != nil {
+			walking, at = false, recPos{sid: e.Session}
+			if err := checkIndex(m, index.Cursor(), index.Cursor(), &s.stored, s.runs); err != nil {
 				return err
 			}
+			walking = true
 			delete(open, e.Session)
 			done[e.Session] = true
 			rep.Sessions++
 		}
+		walking, at = false, recPos{}
 		if logB.Sequence() != rep.LogEntries {
 			return &CorruptError{Reason: fmt.Sprintf("global log has %d entries, its sequence says %d", rep.LogEntries, logB.Sequence())}
 		}
+		var prev []byte
 		err := sessions.ForEach(func(k, v []byte) error {
-			sid := uuid.UUID(k)
-			if len(k) != 16 {
-				return &CorruptError{Reason: fmt.Sprintf("stray key %x in sessions", k)}
+			if !m.holds(k) || !m.holds(v) {
+				return &CorruptError{Reason: "a sessions entry points outside the file (damaged leaf page)"}
 			}
+			if len(k) != 16 {
+				return &CorruptError{Reason: "stray key " + m.text(k) + " in sessions"}
+			}
+			if !ascending(&prev, k) {
+				return &CorruptError{Session: uuid.UUID(k), Reason: "sessions keys out of order (damaged page)"}
+			}
+			sid := uuid.UUID(k)
+			at = recPos{sid: sid}
 			if done[sid] {
 				return nil
 			}
@@ -137,33 +157,47 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		if err != nil {
 			return err
 		}
+		at, prev = recPos{}, nil
 		return index.ForEach(func(k, _ []byte) error {
+			if !m.holds(k) {
+				return &CorruptError{Reason: "an index entry points outside the file (damaged leaf page)"}
+			}
+			if !ascending(&prev, k) {
+				return &CorruptError{Reason: "index keys out of order at " + m.text(k) + " (damaged page)"}
+			}
 			if sid, _, ok := parseIndexKey(k); !ok || !done[sid] {
-				return &CorruptError{Reason: fmt.Sprintf("index segment %x of no session", k)}
+				return &CorruptError{Reason: "index segment " + m.text(k) + " of no session"}
 			}
 			return nil
 		})
 	})
 	if err != nil {
-		return rep, fmt.Errorf("verify: %w", err)
+		if walking {
+			at = recPos{gpos: rep.LogEntries + 1}
+		}
+		return rep, fmt.Errorf("verify: %w", corruptAt(err, at.sid, at.seq, at.gpos))
 	}
 	return rep, nil
 }
 
 // checkIndex checks that a session's index, its sealed segments and the
-// open segment of its head h, points at exactly the positions found.
-func checkIndex(c, seek *bolt.Cursor, h *head, found []run) error {
+// open segment of its head h, points at exactly the positions found. c
+// and seek are cursors on index/ in a read transaction that may use m.
+func checkIndex(m mapped, c, seek *bolt.Cursor, h *head, found []run) error {
 	sid := h.info.Session
 	var stored []run
 	seq := uint64(1)
 	var kb [indexKeyLen]byte
 	for k, v := c.Seek(indexKey(&kb, sid, 0)); ; k, v = c.Next() {
+		if !m.holds(k) || !m.holds(v) {
+			return &CorruptError{Session: sid, Seq: seq, Reason: "an index entry points outside the file (damaged leaf page)"}
+		}
 		ksid, kseq, ok := parseIndexKey(k)
 		if !ok || ksid != sid {
 			break
 		}
 		if sk, _ := seek.Seek(k); !bytes.Equal(sk, k) {
-			return &CorruptError{Session: sid, Seq: kseq, Reason: fmt.Sprintf("a seek for index segment %x lands on %x (damaged branch page)", k, sk)}
+			return &CorruptError{Session: sid, Seq: kseq, Reason: "a seek for index segment " + m.text(k) + " lands on " + m.text(sk) + " (damaged branch page)"}
 		}
 		n := len(stored)
 		var good bool
@@ -187,15 +221,19 @@ func checkMeta(tx *bolt.Tx) error {
 	if meta == nil {
 		return fmt.Errorf("%w: no meta bucket", ErrNotJournal)
 	}
+	mp := mappedOf(tx)
 	var format uint64
 	for _, m := range []struct {
 		key []byte
 		max uint64
 	}{{keyFormat, FormatVersion}, {keyCodec, CodecVersion}} {
 		v := meta.Get(m.key)
+		if !mp.holds(v) {
+			return fmt.Errorf("%w: meta/%s points outside the file (damaged page)", ErrCorrupt, m.key)
+		}
 		n, err := parseVersion(v)
 		if err != nil {
-			return fmt.Errorf("%w: meta/%s is %q", ErrNotJournal, m.key, v)
+			return fmt.Errorf("%w: meta/%s is %s", ErrNotJournal, m.key, mp.quote(v))
 		}
 		if n > m.max {
 			return fmt.Errorf("%w: meta/%s is %d, this build reads up to %d", ErrNewerFormat, m.key, n, m.max)

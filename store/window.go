@@ -81,10 +81,18 @@ func (w *recentIDs) reset() {
 	w.ring, w.next, w.pending = w.ring[:0], 0, w.pending[:0]
 }
 
-// load fills w with the IDs of the last w.size records of log/. Records
-// that fail their CRC are skipped (reads and Verify report them) and
-// counted.
-func (w *recentIDs) load(tx *bolt.Tx) (skipped int) {
+// load fills w with the IDs of the last w.size records of log/, in a read
+// transaction. Records that fail their CRC are skipped (reads and Verify
+// report them) and counted in skipped. It stops at the first entry that
+// is not the record expected next, in a log without gaps, and returns its
+// position in damaged (else 0): an entry that a damaged leaf page places
+// outside the file, or marks as a nested bucket (whose value bbolt does
+// not return, so its length goes unchecked), a gap, or keys out of order
+// (damaged pages can send a cursor round in circles). The end of the log
+// is where appends write, and bbolt rewriting a damaged page there would
+// copy, and allocate, by its damaged lengths.
+func (w *recentIDs) load(tx *bolt.Tx) (skipped int, damaged uint64) {
+	m := mappedOf(tx)
 	logB := tx.Bucket(bucketLog)
 	from := uint64(1)
 	if last := logB.Sequence(); last > uint64(w.size) {
@@ -93,8 +101,18 @@ func (w *recentIDs) load(tx *bolt.Tx) (skipped int) {
 	dec := events.NewDecoder()
 	c := logB.Cursor()
 	var kb [8]byte
+	at := from // the position of the record expected next
 	for k, v := c.Seek(itob(&kb, from)); k != nil; k, v = c.Next() {
-		gpos, _ := btoi(k)
+		var gpos uint64
+		ok := m.holds(k) && m.holds(v) && v != nil
+		if ok {
+			gpos, ok = btoi(k)
+		}
+		if !ok || gpos != at {
+			damaged = at
+			break
+		}
+		at++
 		e, err := dec.DecodeHeader(v)
 		if err != nil {
 			skipped++
@@ -103,5 +121,5 @@ func (w *recentIDs) load(tx *bolt.Tx) (skipped int) {
 		w.add(e.ID, gpos)
 	}
 	w.commit()
-	return skipped
+	return skipped, damaged
 }

@@ -219,7 +219,7 @@ func (j *Journal) run(batch []*request, queued bool) {
 // events stored.
 func (j *Journal) commit(st *stager, w *txWriter, batch []*request, results []staged, errs []error) (int, error) {
 	stored := 0
-	err := j.db.Update(func(tx *bolt.Tx) error {
+	err := j.update(func(tx *bolt.Tx) error {
 		st.arena = st.arena[:0]
 		stored = 0
 		if err := w.begin(tx); err != nil {
@@ -258,8 +258,8 @@ func (j *Journal) commit(st *stager, w *txWriter, batch []*request, results []st
 		w.forget()
 		j.ids.abort()
 		j.ids.reset()
-		_ = j.db.View(func(tx *bolt.Tx) error { j.ids.load(tx); return nil })
-		return 0, fmt.Errorf("commit: %w", translate(err))
+		_ = j.read(func(tx *bolt.Tx) error { j.ids.load(tx); return nil }) // Open checked the end of the log
+		return 0, fmt.Errorf("commit: %w", err)
 	}
 	j.ids.commit()
 	j.commitN.Add(1)
