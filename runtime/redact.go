@@ -332,10 +332,12 @@ func secretValue(b []byte, i int) (span, bool) {
 	escaped := i > 0 && b[i-1] == '\\'
 	// The key: a short run of name characters, closed by the same quote.
 	j := i + 1
+	rare := false // the key holds a letter of secretKeyLetter
 	for j < len(b) && j-i <= 64 && keyByte[b[j]] {
+		rare = rare || secretKeyLetter[b[j]]
 		j++
 	}
-	if j == i+1 || j >= len(b) || j-i > 64 {
+	if j == i+1 || j >= len(b) || j-i > 64 || !rare { // !rare: see secretKeyName
 		return span{}, false
 	}
 	key := b[i+1 : j]
