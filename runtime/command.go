@@ -104,6 +104,7 @@ func (m *Manager) Shutdown(by string) error {
 			c.shutdown(false)
 		}
 		m.wg.Wait()
+		m.reaper.close() // every group has been ended: it exits with nothing to kill
 	})
 	return m.closeErr
 }

@@ -159,7 +159,7 @@ func (c *conn) open() (mcp.Transport, error) {
 	m := c.m
 	switch c.spec.Config.Transport {
 	case events.TransportStdio:
-		p, err := spawn(&c.spec, m.opts.ShimPath)
+		p, err := spawn(&c.spec, m.reaper)
 		if err != nil {
 			return nil, err
 		}

@@ -70,6 +70,10 @@ type Manager struct {
 	heldSince time.Time      // when the oldest of held was decided
 	history   history
 	world     *fakeWorld // set only by Reenact: effects are recorded, not run
+
+	// reaper guards the stdio servers' process groups against this
+	// process's death (nil without Options.ShimPath).
+	reaper *reaper
 }
 
 // history is what earlier sessions in the journal tell a new one.
@@ -110,7 +114,7 @@ func New(j Journal, opts *Options) (*Manager, error) {
 	m := &Manager{j: j, opts: o, log: o.Logger, sid: uuid.Must(uuid.NewV7()), ctx: ctx, cancel: cancel,
 		inbox: make(chan *request, 256), loopDone: make(chan struct{}), callCtx: callCtx, callCancel: callCancel,
 		subs: map[chan *View]struct{}{}, set: projections.NewSet(), conns: map[string]*conn{},
-		specs: map[string]ServerSpec{}}
+		specs: map[string]ServerSpec{}, reaper: newReaper(o.ShimPath, o.Logger)}
 	m.view.Store(&View{Session: m.sid, index: map[string]int{}, live: map[string]*conn{}, state: map[string]projections.ServerStatus{}})
 	return m, nil
 }

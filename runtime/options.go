@@ -84,11 +84,13 @@ type Options struct {
 	// Command names what started the session ("run", "demo", …), recorded
 	// in session.started.
 	Command string
-	// ShimPath is an executable that acts as a server shim when started
-	// with MCPLEDGER_SHIM=1 (a program that calls RunShimIfRequested first
+	// ShimPath is an executable that acts as the reaper when started with
+	// MCPLEDGER_SHIM=reaper (a program that calls RunShimIfRequested first
 	// in main; mcpledger's CLI passes its own executable). With it, a stdio
-	// server's whole process group ends even if this process is killed.
-	// Empty: servers are spawned directly.
+	// server's whole process group ends even if this process is killed:
+	// one helper process per Manager, started with the first stdio server.
+	// Empty: a killed mcpledger still takes its servers down (parent-death
+	// signal), but not their own children.
 	ShimPath string
 	// Now is the clock (default time.Now). Every event's time comes from it.
 	Now func() time.Time

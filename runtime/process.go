@@ -28,35 +28,31 @@ type process struct {
 	pid   int
 	tail  *tail
 	done  chan struct{} // closed when the leader has been reaped
-	state *os.ProcessState
-	werr  error
+	// reaper guards the group until terminate or kill has ended it.
+	reaper *reaper
+	state  *os.ProcessState
+	werr   error
 
 	mu       sync.Mutex
 	expected bool // mcpledger asked it to end
 }
 
-// spawn starts spec's command in a new process group with stdio pipes.
-// With a shim (see RunShimIfRequested) the shim leads the group and ends it
-// all if mcpledger dies; without one the child gets SIGKILL if mcpledger
-// dies (Pdeathsig), but its own children may outlive it.
-func spawn(spec *ServerSpec, shim string) (*process, error) {
-	cmd := exec.Command(spec.Command, spec.Args...)
-	// The server inherits mcpledger's environment plus its own env block.
-	cmd.Env = append(cmd.Environ(), spec.Env...)
+// spawn starts spec's command in a new process group with stdio pipes. The
+// child gets SIGKILL if mcpledger dies (Pdeathsig); r, when set, guards the
+// rest of its group (a wrapper's children) too (see reaper).
+func spawn(spec *ServerSpec, r *reaper) (*process, error) {
+	env := append(os.Environ(), spec.Env...) // mcpledger's environment plus the server's own
+	// Resolve the command as the child would (its PATH, its cwd), so that a
+	// missing executable is a spawn error.
+	path, err := lookPath(spec.Command, env, spec.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, spec.Args...)
+	cmd.Args[0] = spec.Command
+	cmd.Env = env
 	cmd.Dir = spec.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if shim != "" {
-		// Resolve the command here, so a missing executable is a spawn
-		// error, not an exit of the shim.
-		path, err := lookPath(spec.Command, cmd.Env, spec.Cwd)
-		if err != nil {
-			return nil, err
-		}
-		cmd = exec.Command(shim, append([]string{"--", path}, spec.Args...)...)
-		cmd.Env = append(append(os.Environ(), spec.Env...), shimEnv+"=1")
-		cmd.Dir = spec.Cwd
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -65,13 +61,14 @@ func spawn(spec *ServerSpec, shim string) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdin, out: stdout, tail: newTail(stderrTailLines), done: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: stdin, out: stdout, tail: newTail(stderrTailLines), done: make(chan struct{}), reaper: r}
 	cmd.Stderr = p.tail
 	cmd.WaitDelay = 250 * time.Millisecond // else Wait waits for stderr's EOF, which a grandchild holding the pipe delays forever, and the exit goes unseen
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	p.pid = cmd.Process.Pid
+	r.watch(p.pid)
 	return p, nil
 }
 
@@ -164,6 +161,7 @@ func (p *process) terminate(grace time.Duration) {
 	// The leader is gone; anything left in its group (a wrapper's
 	// grandchild) is killed too.
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	p.reaper.forget(p.pid)
 }
 
 // kill ends the group at once (abort path, or a hung server).
@@ -172,6 +170,8 @@ func (p *process) kill() {
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	_ = p.stdin.Close()
 	<-p.done
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL) // what joined the group meanwhile
+	p.reaper.forget(p.pid)
 }
 
 // tail keeps the last n lines written to it (a server's stderr).

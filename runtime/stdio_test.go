@@ -1,8 +1,13 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	gort "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -265,4 +270,83 @@ func TestStdioGarbageOnStdoutIsSkipped(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// TestReaperOneHelperPerManager runs two stdio servers (one behind
+// `sh -c`, with a child of its own) with Options.ShimPath set, as
+// mcpledger run does: the servers are the Manager's direct children, one
+// reaper process serves both, and after Close neither the reaper nor any
+// process of either group is left. (What the reaper does when mcpledger is
+// killed: TestReaperKillsListedGroupsWhenThePipeEnds, and the binary's
+// TestKill9LeavesNoServerProcess in cmd/mcpledger.)
+func TestReaperOneHelperPerManager(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	_, adapter := openJournal(t)
+	c1, s1 := stdio("direct", bin, nil, "MCPTEST_SPAWN_CHILD=1")
+	c2, s2 := stdio("wrapped", "/bin/sh", []string{"-c", bin + "; :"}, "MCPTEST_SPAWN_CHILD=1")
+	opts := fastOpts(configOf(c1, s1, c2, s2))
+	opts.ShimPath = os.Args[0]
+	m, err := runtime.New(adapter, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := m.Start(t.Context()); err != nil || len(rep.Ready) != 2 {
+		t.Fatalf("start: %v %+v", err, rep)
+	}
+	self := os.Getpid()
+	children := func() (reapers, servers []int) {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			// pid (comm) state ppid …; comm may hold spaces: split after ')'.
+			rest := string(b[bytes.LastIndexByte(b, ')')+2:])
+			var state string
+			var ppid int
+			fmt.Sscan(rest, &state, &ppid)
+			if ppid != self || state == "Z" {
+				continue
+			}
+			env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if bytes.Contains(env, []byte("MCPLEDGER_SHIM=reaper")) {
+				reapers = append(reapers, pid)
+			} else {
+				servers = append(servers, pid)
+			}
+		}
+		return reapers, servers
+	}
+	var pids []int
+	for _, s := range m.Status() {
+		pids = append(pids, s.PID)
+	}
+	reapers, servers := children()
+	if len(reapers) != 1 {
+		t.Errorf("reaper processes: %v, want exactly one for both servers", reapers)
+	}
+	for _, p := range pids {
+		if !slices.Contains(servers, p) {
+			t.Errorf("server pid %d is not a direct child of the Manager's process (children %v)", p, servers)
+		}
+	}
+	var members []int
+	for _, p := range pids {
+		ps, _ := runtimetest.ProcessesInGroup(p)
+		members = append(members, ps...)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := runtimetest.WaitGone(t.Context(), append(members, reapers...)); len(left) > 0 {
+		t.Errorf("left after Close: %v (server groups %v, reaper %v)", left, members, reapers)
+	}
+	// Close must end the reaper, not the garbage collector finalizing the
+	// pipe of a Manager nobody holds.
+	gort.KeepAlive(m)
 }

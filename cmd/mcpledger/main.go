@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	// Started by the runtime as a server's shim? Then be one (never returns).
+	// Started by the runtime as its reaper? Then be one (never returns).
 	rt.RunShimIfRequested()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

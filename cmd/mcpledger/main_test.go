@@ -7,8 +7,8 @@ import (
 	rt "github.com/mcpledger/mcpledger/runtime"
 )
 
-// TestMain lets the test binary act as a server shim, as the real binary
-// does: commands under test pass os.Executable() as the shim.
+// TestMain lets the test binary act as the runtime's reaper, as the real binary
+// does: commands under test pass os.Executable() as Options.ShimPath.
 func TestMain(m *testing.M) {
 	rt.RunShimIfRequested()
 	os.Exit(m.Run())

@@ -59,8 +59,9 @@ func (c *configFlags) loader(e *env) func() rt.LoadedConfig {
 
 func (c *configFlags) options(e *env, command string) (*rt.Options, error) {
 	o := &rt.Options{Config: c.loader(e), Command: command, Build: buildID(), Version: version()}
-	// This binary is a shim too (main calls RunShimIfRequested): servers'
-	// process groups end even if mcpledger is killed.
+	// This binary is the runtime's reaper too (main calls
+	// RunShimIfRequested): servers' process groups end even if mcpledger
+	// is killed.
 	if exe, err := os.Executable(); err == nil {
 		o.ShimPath = exe
 	}
