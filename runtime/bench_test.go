@@ -258,6 +258,9 @@ func benchToolServer(name string, n int) *mcp.Server {
 //   - servers=20: Manager.Start with the 20 servers in its config, timed
 //     until all 20 are ready, each op on a fresh bbolt journal (fsync on,
 //     opened outside the timer), so no op folds the history of another;
+//   - servers=20,shim: the same with each server started behind the
+//     mcpledger binary as its shim (Options.ShimPath), as mcpledger run
+//     and serve start them: one more process per server;
 //   - baseline=direct-20: 20 raw go-sdk clients, in parallel, each
 //     spawning the binary with mcp.CommandTransport (protocol pinned),
 //     timed until all 20 are initialized.
@@ -268,51 +271,11 @@ func benchToolServer(name string, n int) *mcp.Server {
 func BenchmarkStartStdio(b *testing.B) {
 	const n = 20
 	bin := runtimetest.BuildServer(b)
-	b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
-		var entries []any
-		for i := range n {
-			name := fmt.Sprintf("s%02d", i)
-			c, s := stdio(name, bin, nil, "MCPTEST_NAME="+name)
-			entries = append(entries, c, s)
-		}
-		opts := fastOpts(configOf(entries...))
-		dir := b.TempDir()
-		lat := make(callLatencies, 0, b.N)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			j, err := store.Open(filepath.Join(dir, fmt.Sprintf("journal-%d.db", i)), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			m, err := runtime.New(storeJournal{j}, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			b.StartTimer()
-			t0 := time.Now()
-			if _, err := m.Start(ctx); err != nil {
-				b.Fatal(err)
-			}
-			v := benchWaitReady(b, m, n)
-			lat = append(lat, time.Since(t0))
-			b.StopTimer()
-			var pids []int
-			for _, s := range v.Status {
-				pids = append(pids, s.PID)
-			}
-			if err := m.Close(); err != nil {
-				b.Error(err)
-			}
-			if err := j.Close(); err != nil {
-				b.Error(err)
-			}
-			benchCheckGone(b, pids)
-			b.StartTimer()
-		}
-		b.StopTimer()
-		lat.report(b)
+	b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) { benchStartManager(b, bin, n, "") })
+	// As mcpledger run and serve start servers: each behind the mcpledger
+	// binary as its shim (Options.ShimPath), one more process per server.
+	b.Run(fmt.Sprintf("servers=%d,shim", n), func(b *testing.B) {
+		benchStartManager(b, bin, n, buildMcpledger(b, b.TempDir()))
 	})
 	b.Run(fmt.Sprintf("baseline=direct-%d", n), func(b *testing.B) {
 		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil)
@@ -363,6 +326,56 @@ func BenchmarkStartStdio(b *testing.B) {
 		b.StopTimer()
 		lat.report(b)
 	})
+}
+
+// benchStartManager times Manager.Start of n stdio servers until all are
+// ready (see BenchmarkStartStdio), each behind shim when it is set.
+func benchStartManager(b *testing.B, bin string, n int, shim string) {
+	var entries []any
+	for i := range n {
+		name := fmt.Sprintf("s%02d", i)
+		c, s := stdio(name, bin, nil, "MCPTEST_NAME="+name)
+		entries = append(entries, c, s)
+	}
+	opts := fastOpts(configOf(entries...))
+	opts.ShimPath = shim
+	dir := b.TempDir()
+	lat := make(callLatencies, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		j, err := store.Open(filepath.Join(dir, fmt.Sprintf("journal-%d.db", i)), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := runtime.New(storeJournal{j}, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.StartTimer()
+		t0 := time.Now()
+		if _, err := m.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
+		v := benchWaitReady(b, m, n)
+		lat = append(lat, time.Since(t0))
+		b.StopTimer()
+		var pids []int
+		for _, s := range v.Status {
+			pids = append(pids, s.PID)
+		}
+		if err := m.Close(); err != nil {
+			b.Error(err)
+		}
+		if err := j.Close(); err != nil {
+			b.Error(err)
+		}
+		benchCheckGone(b, pids)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	lat.report(b)
 }
 
 // benchWaitReady waits until n servers are ready and returns that view.
