@@ -20,15 +20,12 @@ const maxBatch = 256
 // Relaxed records (call.started, call.finished and call.decided in Relaxed
 // mode: nobody waits for them) are held on the loop and handed to the
 // journal together, so that a stream of relaxed calls costs one commit per
-// relaxedHold instead of one or two per call: on 2 cores each commit's CPU
-// competes with the calls. The hold ends after relaxedHold, at maxHeld
-// events, at the next durable batch (which carries them first, in seq
-// order), and in Shutdown. A crash loses at most the held records, which
-// Relaxed allows: they were never acknowledged as durable.
-const (
-	relaxedHold = 2 * time.Millisecond
-	maxHeld     = 256
-)
+// Options.RelaxedHold instead of one or two per call: on 2 cores each
+// commit's CPU competes with the calls. The hold ends after RelaxedHold,
+// at maxHeld events, at the next durable batch (which carries them first,
+// in seq order), and in Shutdown. A crash loses at most the held records,
+// which Relaxed allows: they were never acknowledged as durable.
+const maxHeld = 256
 
 // submit sends payload p about server to the loop as an input and waits
 // for the result (durable first when durable is true).
@@ -252,7 +249,7 @@ func (m *Manager) process(batch []*request) {
 	}
 }
 
-// hold keeps relaxed records evs until the hold ends (see relaxedHold).
+// hold keeps relaxed records evs until the hold ends (see maxHeld).
 func (m *Manager) hold(evs []events.Event) {
 	if len(m.held) == 0 {
 		m.heldSince = time.Now()
@@ -278,7 +275,7 @@ func (m *Manager) armHold(t *time.Timer) <-chan time.Time {
 	if len(m.held) == 0 {
 		return nil
 	}
-	t.Reset(max(time.Until(m.heldSince.Add(relaxedHold)), 0))
+	t.Reset(max(time.Until(m.heldSince.Add(m.opts.RelaxedHold)), 0))
 	return t.C
 }
 

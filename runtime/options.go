@@ -18,9 +18,10 @@ const (
 	Audit Durability = iota
 	// Relaxed lets call records ride a later commit: the request is sent
 	// and the result returned without waiting for the disk. The records of
-	// calls are gathered for up to 2 ms (or 256 events, or until the next
-	// durable commit, or Close) and committed together, so a crash can
-	// lose the records of the last few milliseconds of calls.
+	// calls are gathered for up to Options.RelaxedHold (50 ms; or 256
+	// records, or until the next durable commit, or Close) and committed
+	// together, so a crash can lose the records of the calls of that last
+	// stretch.
 	Relaxed
 )
 
@@ -74,6 +75,13 @@ type Options struct {
 	Debounce time.Duration
 	// Durability of tool-call records (default Audit).
 	Durability Durability
+	// RelaxedHold is how long, in Relaxed mode, call records are gathered
+	// before they are committed together (default 50 ms; also at 256
+	// records, at the next durable commit, and in Close). It bounds what a
+	// crash loses. Each commit costs two fdatasyncs and their CPU: on the
+	// 2-core dev VM a relaxed call took 1.8-1.9 x a direct one at p50 with
+	// 2 ms, 1.4-1.6 x with 10 ms, 1.1-1.3 x with 50 ms (BENCHMARKS.md).
+	RelaxedHold time.Duration
 	// ProtocolVersion pinned on connect (default "2025-11-25"); a server's
 	// "protocolVersion" overrides it.
 	ProtocolVersion string
@@ -165,6 +173,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ListTimeout <= 0 {
 		o.ListTimeout = 30 * time.Second
+	}
+	if o.RelaxedHold <= 0 {
+		o.RelaxedHold = 50 * time.Millisecond
 	}
 	if o.TerminateGrace <= 0 {
 		o.TerminateGrace = 700 * time.Millisecond

@@ -32,7 +32,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	var hosts, origins []string
 	f.Var(multiFlag{&hosts}, "allow-host", "HTTP: also accept this Host `NAME` (repeatable; loopback names are always accepted)")
 	f.Var(multiFlag{&origins}, "allow-origin", "HTTP: also accept this `ORIGIN` (scheme://host[:port], repeatable)")
-	relaxed := f.Bool("relaxed", false, "journal call records with the next commit instead of before sending and answering (faster; a crash may lose the last records)")
+	relaxed := f.Bool("relaxed", false, "journal call records after the fact, gathered for up to 50 ms, instead of before sending and answering (faster; a crash may lose the records of the last 50 ms of calls)")
 	watch := f.Bool("watch", true, "reload when a config file changes")
 	if err := f.parse(args); err != nil {
 		return err
