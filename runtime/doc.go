@@ -28,5 +28,9 @@
 // Every goroutine is started through the Manager's wait group and ends by
 // Close. Every MCP request carries a deadline. No server process outlives
 // Close: stdio servers run in their own process group, and shutdown
-// escalates close-stdin → SIGTERM → SIGKILL to the whole group.
+// escalates close-stdin → SIGTERM → SIGKILL to the whole group. None
+// outlives this process either: each server gets SIGKILL when it dies
+// (parent-death signal), and with Options.ShimPath one reaper process per
+// Manager kills the rest of each group (see RunShimIfRequested); Close
+// ends the reaper too.
 package runtime
