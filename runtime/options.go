@@ -80,7 +80,7 @@ type Options struct {
 	// records, at the next durable commit, and in Close). It bounds what a
 	// crash loses. Each commit costs two fdatasyncs and their CPU: on the
 	// 2-core dev VM a relaxed call took 1.8-1.9 x a direct one at p50 with
-	// 2 ms, 1.4-1.6 x with 10 ms, 1.1-1.3 x with 50 ms (BENCHMARKS.md).
+	// 2 ms, 1.1-1.6 x with 10 ms, 1.1-1.3 x with 50 ms (BENCHMARKS.md).
 	RelaxedHold time.Duration
 	// ProtocolVersion pinned on connect (default "2025-11-25"); a server's
 	// "protocolVersion" overrides it.

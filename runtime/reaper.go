@@ -98,7 +98,7 @@ func (r *reaper) start() {
 		err = cmd.Start()
 	}
 	if err != nil {
-		r.log.Warn("cannot start the reaper process: a kill -9 of mcpledger may leave servers' child processes running", "path", r.path, "err", err)
+		r.log.Warn("cannot start the reaper process: a kill -9 of mcpledger may leave servers' child processes running; Options.ShimPath must name an executable that calls RunShimIfRequested first", "path", r.path, "err", err)
 		return
 	}
 	r.cmd, r.w = cmd, w
