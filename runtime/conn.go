@@ -35,8 +35,10 @@ type conn struct {
 	cs       *mcp.ClientSession
 	stopping bool
 	inproc   *mcp.ServerSession
-	// httpTransport is the HTTP/SSE attempt's own transport (nil for stdio).
+	// httpTransport is the HTTP/SSE attempt's own transport (nil for stdio),
+	// and httpConns the connections it dialed.
 	httpTransport *http.Transport
+	httpConns     *connSet
 	readyOne      sync.Once
 }
 
@@ -202,9 +204,10 @@ func (c *conn) open() (mcp.Transport, error) {
 		}
 		_ = nc.Close()
 		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: c.spec.Config.Transport, Endpoint: c.spec.URL})
-		tr := newHTTPTransport()
+		conns := newConnSet()
+		tr := newHTTPTransport(conns)
 		c.mu.Lock()
-		c.httpTransport = tr // its idle connections are closed at teardown
+		c.httpTransport, c.httpConns = tr, conns // closed at teardown
 		c.mu.Unlock()
 		hc := &http.Client{Transport: &headerTransport{base: tr, headers: c.spec.Headers}}
 		if c.spec.Config.Transport == events.TransportSSE {
@@ -233,10 +236,10 @@ func (c *conn) open() (mcp.Transport, error) {
 // newHTTPTransport returns an http.Transport with its timeouts on the
 // transport (dial, TLS, response headers), never on http.Client.Timeout,
 // which would cut the long-lived SSE stream (go-sdk-notes.md §6.11).
-func newHTTPTransport() *http.Transport {
+func newHTTPTransport(conns *connSet) *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           conns.dial(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 60 * time.Second,
 		IdleConnTimeout:       90 * time.Second,
@@ -295,7 +298,7 @@ func (c *conn) reap() {
 	p.markExpected()
 	_ = killGroup(p.pid)
 	if cs := c.session(); cs != nil {
-		c.m.goFunc(func() { c.m.closeBounded(cs, time.Second) })
+		c.m.goFunc(func() { _ = c.m.closeBounded(cs, time.Second) })
 	}
 }
 
@@ -502,15 +505,19 @@ func (c *conn) shutdown(graceful bool) {
 		}
 	}
 	c.cancel()
-	if cs != nil {
-		c.m.closeBounded(cs, 2*grace)
+	c.mu.Lock()
+	tr, conns := c.httpTransport, c.httpConns
+	c.mu.Unlock()
+	if cs != nil && !c.m.closeBounded(cs, 2*grace) {
+		// go-sdk's Close is still waiting, e.g. for an SSE stream that
+		// only ends with the server's next event (seconds away): end the
+		// connections under it, so Close (and the Manager's Close, which
+		// waits for it) returns now.
+		conns.closeAll()
 	}
 	if ss != nil {
 		_ = ss.Close()
 	}
-	c.mu.Lock()
-	tr := c.httpTransport
-	c.mu.Unlock()
 	if tr != nil {
 		// Keep-alive connections would otherwise outlive the session by
 		// the transport's idle timeout (2 goroutines and a socket each).
@@ -523,7 +530,8 @@ func (c *conn) shutdown(graceful bool) {
 // The goroutine that runs Close is owned by the Manager; Close returns once
 // the transport is closed, which shutdown guarantees by ending the process
 // or the connection first.
-func (m *Manager) closeBounded(cs *mcp.ClientSession, d time.Duration) {
+// It reports whether Close returned within d.
+func (m *Manager) closeBounded(cs *mcp.ClientSession, d time.Duration) bool {
 	done := make(chan struct{})
 	m.goFunc(func() {
 		_ = cs.Close()
@@ -531,7 +539,9 @@ func (m *Manager) closeBounded(cs *mcp.ClientSession, d time.Duration) {
 	})
 	select {
 	case <-done:
+		return true
 	case <-time.After(d):
+		return false
 	}
 }
 
