@@ -61,6 +61,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 		secret   = "planted-S3cret-7f3a9c21e5"     // env value, header value, argument
 		password = "hunter2-correct-horse-battery" // under "password"
 		ghToken  = "ghp_0123456789abcdefghijABCDEFGHIJ0123"
+		apiKey   = "sk-proj-Zq8v2LmN4xR7tY1uW3eB5cD9" // on a line of its own
 	)
 	path := filepath.Join(t.TempDir(), "journal.db")
 	j, err := store.Open(path, nil)
@@ -81,6 +82,10 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 	if r, err := m.CallTool(ctx, "mcp__vault__echo", map[string]any{"message": "the key is " + secret + " and " + ghToken}); err != nil || !strings.Contains(textOf(t, r), secret) {
 		t.Fatalf("echo: %v", err)
 	}
+	// A credential at the start of a line is `\n` + the key in JSON.
+	if r, err := m.CallTool(ctx, "mcp__vault__echo", map[string]any{"message": "keys:\n" + apiKey + "\n\t" + ghToken}); err != nil || !strings.Contains(textOf(t, r), apiKey) {
+		t.Fatalf("echo lines: %v", err)
+	}
 	if _, err := m.CallTool(ctx, "mcp__vault__t0000", map[string]any{"password": password, "note": "Authorization: Bearer " + secret}); err != nil {
 		t.Fatalf("t0000: %v", err)
 	}
@@ -93,7 +98,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := callEvents(t, j, sid)
-	want := []string{"started:env", "finished:ok", "started:echo", "finished:ok", "started:t0000", "finished:ok", "started:add", "finished:invalid_arguments"}
+	want := []string{"started:env", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:t0000", "finished:ok", "started:add", "finished:invalid_arguments"}
 	if !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
@@ -104,7 +109,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sec := range []string{secret, password, ghToken} {
+	for _, sec := range []string{secret, password, ghToken, apiKey} {
 		if bytes.Contains(raw, []byte(sec)) {
 			t.Errorf("the journal file holds %q", sec)
 		}
@@ -407,7 +412,7 @@ func TestCallLargeResults(t *testing.T) {
 	if want := []string{"started:big", "finished:ok", "started:big", "finished:error", "started:echo", "finished:ok"}; !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
-	if f := evs[1].Payload.(*events.CallFinished); !f.Result.Truncated || len(f.Result.Text) != runtime.DefaultJournalCap || f.Result.Size < 1_000_000 || f.CutChars != 950_000 {
+	if f := evs[1].Payload.(*events.CallFinished); !f.Result.Truncated || len(f.Result.Text) != runtime.DefaultJournalCap || f.Result.Size < 1_000_000 || len(f.Result.SHA256) != 64 || f.CutChars != 950_000 {
 		t.Errorf("journaled 1 MB result: truncated %v, %d bytes of %d, cut %d", f.Result.Truncated, len(f.Result.Text), f.Result.Size, f.CutChars)
 	}
 }

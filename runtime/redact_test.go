@@ -60,6 +60,12 @@ func TestRedactPatterns(t *testing.T) {
 		{"aws key id", `AKIAIOSFODNN7EXAMPLE and AKIAshort`, []string{"AKIAIOSFODNN7EXAMPLE"}, []string{"AKIAshort"}},
 		{"jwt", `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U`, []string{"eyJzdWIiOiIx", "dozjgNryP4J3"}, nil},
 		{"eyJ prose kept", `eyJust text. eyJ.x.y`, nil, []string{"eyJust text. eyJ.x.y"}},
+		// In JSON text a line break, tab or control character before a
+		// credential is an escape ending in a letter or hex digit.
+		{"token after an escaped line break", `{"text":"token:\nghp_0123456789abcdefghijABCDEFGHIJ012345"}`, []string{"ghp_0123456789"}, []string{`token:\n` + m}},
+		{"keys after escaped tabs and CRs", `"a\tsk-proj-abcdefghijklmnopqrstuvwxyz0123\r\nAKIAIOSFODNN7EXAMPLE\u001bxoxb-123456789012-abcdefghij"`, []string{"sk-proj-abc", "AKIAIOSFODNN7EXAMPLE", "xoxb-1234"}, []string{`a\t` + m}},
+		{"jwt and bearer on their own lines", `"x\neyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N\nBearer abc.DEF-123_xyz"`, []string{"eyJzdWIiOiIx", "abc.DEF-123_xyz"}, nil},
+		{"an escaped backslash then a letter is a word", `"C:\\nghp_0123456789abcdefghijABCDEFGHIJ012345 \u0061sk-proj-abcdefghijklmnopqrstuvwxyz0123"`, nil, []string{`\\nghp_0123456789`, `\u0061sk-proj-abc`}},
 		{"plain text untouched", `The quick brown fox; secret sauce; passwords are hard.`, nil, []string{"The quick brown fox; secret sauce; passwords are hard."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
