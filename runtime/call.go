@@ -132,7 +132,7 @@ func (m *Manager) CallToolWith(ctx context.Context, name string, args any, o *Ca
 		argsJSON = []byte("{}")
 	}
 	cl := &call{entry: entry, name: name, args: argsJSON, opts: o, id: uuid.Must(uuid.NewV7()).String(),
-		settings: m.callSettingsFor(entry.Server, c), red: newRedactor(c.spec.secrets()),
+		settings: m.callSettingsFor(entry.Server, c), red: c.red,
 		durable: m.opts.Durability == Audit}
 
 	if err := validateArgs(m.log, name, entry.InputSchema, argsJSON); err != nil {

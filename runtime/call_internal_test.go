@@ -322,10 +322,10 @@ func BenchmarkCallPathSteps(b *testing.B) {
 	spec := ServerSpec{Env: []string{"API_TOKEN=tok-1234567890abcdef", "LOG_LEVEL=info"}}
 	log := slog.New(slog.DiscardHandler)
 	args := map[string]any{"message": "hello ledger"}
+	red := newRedactor(spec.secrets()) // once per connection, as newConn does
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	for b.Loop() {
-		red := newRedactor(spec.secrets())
 		a, _ := json.Marshal(args)
 		if err := validateArgs(log, "mcp__mem__read", schema, a); err != nil {
 			b.Fatal(err)
