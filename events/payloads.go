@@ -308,7 +308,9 @@ type TimerFired struct {
 }
 
 // Blob is a JSON value journaled with a cap: the (redacted) text up to the
-// cap, and the size and SHA-256 of the whole.
+// cap and the size of the whole. When the text is cut (Truncated), SHA256
+// is the hex SHA-256 of the whole; a whole text carries no hash (journals
+// written before 2026-11-22 have one on every blob).
 type Blob struct {
 	Text      string `msgpack:"text,omitempty" json:"text,omitempty"`
 	Size      int64  `msgpack:"size" json:"size"`

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math/rand/v2"
 	"os"
@@ -12,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/events"
 )
 
 // Differential tests for the call path's fast scans against the
@@ -294,6 +298,22 @@ func TestBlobOfOwned(t *testing.T) {
 		if got, want := blobOfOwned(slices.Clone(b), 100), blobOf(b, 100); got != want {
 			t.Errorf("%d bytes: %+v, want %+v", n, got, want)
 		}
+	}
+}
+
+// TestBlobOf: a text that fits is kept whole with its size and no hash;
+// a text past the cap keeps its first limit bytes, its size and the
+// SHA-256 of the whole.
+func TestBlobOf(t *testing.T) {
+	whole := blobOf([]byte(`{"a":1}`), 100)
+	if whole != (events.Blob{Text: `{"a":1}`, Size: 7}) {
+		t.Errorf("whole: %+v", whole)
+	}
+	b := bytes.Repeat([]byte("xy"), 100)
+	cut := blobOf(b, 101)
+	sum := sha256.Sum256(b)
+	if cut.Text != string(b[:101]) || cut.Size != 200 || !cut.Truncated || cut.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("cut: %+v", cut)
 	}
 }
 
