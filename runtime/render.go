@@ -120,10 +120,29 @@ func (r *renderer) done() Rendered {
 // defused ("<" written as "&lt;") so the output cannot close the boundary
 // early; nothing else in text changes.
 func WrapOutput(server, tool, text string) string {
-	text = strings.ReplaceAll(text, "</mcp_tool_output", "&lt;/mcp_tool_output")
-	text = strings.ReplaceAll(text, "<mcp_tool_output", "&lt;mcp_tool_output")
-	return `<mcp_tool_output server="` + attrName(server) + `" tool="` + attrName(tool) +
-		`" trust="untrusted">` + "\n" + text + "\n</mcp_tool_output>"
+	head := `<mcp_tool_output server="` + attrName(server) + `" tool="` + attrName(tool) + `" trust="untrusted">` + "\n"
+	const tail = "\n</mcp_tool_output>"
+	var sb strings.Builder
+	sb.Grow(len(head) + len(text) + len(tail))
+	sb.WriteString(head)
+	// One pass: '<' is rare in text, so IndexByte skips most of it.
+	w := 0 // text[:w] is written
+	for i := 0; ; i++ {
+		j := strings.IndexByte(text[i:], '<')
+		if j < 0 {
+			break
+		}
+		i += j
+		rest := text[i+1:]
+		if strings.HasPrefix(rest, "mcp_tool_output") || strings.HasPrefix(rest, "/mcp_tool_output") {
+			sb.WriteString(text[w:i])
+			sb.WriteString("&lt;")
+			w = i + 1
+		}
+	}
+	sb.WriteString(text[w:])
+	sb.WriteString(tail)
+	return sb.String()
 }
 
 // attrName keeps [a-zA-Z0-9._-] and replaces every other byte with '_'.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -46,5 +47,26 @@ func TestWrapOutput(t *testing.T) {
 	}
 	if got := WrapOutput("gh.v2_x-y", "", "t"); !strings.HasPrefix(got, `<mcp_tool_output server="gh.v2_x-y" tool="_"`) {
 		t.Errorf("%s", got)
+	}
+}
+
+// TestWrapOutputDefusesEveryMarker holds WrapOutput's one pass to its
+// meaning: every "<mcp_tool_output" and "</mcp_tool_output" in the text
+// has its '<' written as "&lt;", and nothing else changes.
+func TestWrapOutputDefusesEveryMarker(t *testing.T) {
+	parts := []string{"<", "/", "mcp_tool_output", "</mcp_tool_output", "<mcp_tool_output>", "x", "<<", "&lt;", "mcp_tool_outpu", "é"}
+	r := rand.New(rand.NewPCG(6, 6))
+	for range 5000 {
+		var sb strings.Builder
+		for range r.IntN(8) {
+			sb.WriteString(parts[r.IntN(len(parts))])
+		}
+		text := sb.String()
+		want := strings.ReplaceAll(text, "</mcp_tool_output", "&lt;/mcp_tool_output")
+		want = strings.ReplaceAll(want, "<mcp_tool_output", "&lt;mcp_tool_output")
+		want = `<mcp_tool_output server="s" tool="t" trust="untrusted">` + "\n" + want + "\n</mcp_tool_output>"
+		if got := WrapOutput("s", "t", text); got != want {
+			t.Fatalf("WrapOutput(%q)\n got  %q\n want %q", text, got, want)
+		}
 	}
 }
