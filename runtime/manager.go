@@ -36,6 +36,13 @@ type Manager struct {
 
 	inbox    chan *request
 	loopDone chan struct{}
+	// procMu is held by whoever decides and journals: the loop goroutine,
+	// or a caller taking the direct path (see submitDirect). queued counts
+	// the requests sent to inbox and not yet processed; loopEnded is set,
+	// under procMu, once the loop has stopped deciding.
+	procMu    sync.Mutex
+	queued    atomic.Int64
+	loopEnded bool
 
 	// calls in flight, so Close can fail them and wait.
 	callMu     sync.Mutex
@@ -57,7 +64,8 @@ type Manager struct {
 	// reading (see setCallSettings).
 	callSettings atomic.Pointer[map[string]CallSettings]
 
-	// Owned by the loop goroutine.
+	// Owned by the holder of procMu (the loop goroutine, or a direct
+	// submitter).
 	state     fsm.State
 	lastSeq   uint64
 	set       *projections.Set

@@ -1,0 +1,116 @@
+package runtime
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// recJournal keeps what is appended, in order, in memory.
+type recJournal struct {
+	mu  sync.Mutex
+	evs []events.Event
+}
+
+func (j *recJournal) Append(_ context.Context, _ uuid.UUID, evs []events.Event) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.evs = append(j.evs, evs...)
+	return nil
+}
+
+func (j *recJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(context.Context) error {
+	err := j.Append(context.Background(), sid, evs)
+	return func(context.Context) error { return err }
+}
+
+func (j *recJournal) ReadAll(context.Context, uint64, func(events.Event) error) error { return nil }
+
+func (j *recJournal) last() events.Event {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.evs[len(j.evs)-1]
+}
+
+func (j *recJournal) seqs() []uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []uint64
+	for _, e := range j.evs {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+// TestSubmitDirect checks the rule of the direct path: a durable call
+// record is decided and journaled on the caller's goroutine only when
+// nothing is queued for the loop (so nothing queued before it is
+// overtaken), and no other input ever takes it. Taken, it journals the
+// record with the next seq, like the loop would.
+func TestSubmitDirect(t *testing.T) {
+	j := &recJournal{}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
+	m, err := New(j, &Options{InProcess: map[string]*mcp.Server{"mem": srv}, PingInterval: -1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	req := func(p events.Payload, durable bool) *request {
+		return &request{ev: events.Event{Kind: p.Kind(), Server: "mem", Payload: p}, durable: durable, reply: make(chan result, 1)}
+	}
+	started := func(id string) events.Payload { return &events.CallStarted{CallID: id, Tool: "t"} }
+
+	m.queued.Add(1) // an input sent to the loop and not yet processed
+	if m.submitDirect(req(started("c1"), true)) {
+		t.Error("a call record overtook an input queued before it")
+	}
+	m.queued.Add(-1)
+	for _, r := range []*request{
+		req(started("c2"), false), // relaxed: queued, never waited for
+		req(&events.PromptsListed{Attempt: 1}, true),
+		{ev: events.Event{Kind: events.KindCallStarted, Server: "mem", Payload: started("c3")}, durable: true, noEvent: true},
+	} {
+		if m.submitDirect(r) {
+			t.Errorf("%s (durable %v, noEvent %v) took the direct path", r.ev.Kind, r.durable, r.noEvent)
+		}
+	}
+
+	// Once the servers' startup inputs are processed, the loop is idle.
+	r := req(started("c4"), true)
+	deadline := time.Now().Add(5 * time.Second)
+	for !m.submitDirect(r) {
+		if time.Now().After(deadline) {
+			t.Fatal("the direct path was never taken with the loop idle")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res := <-r.reply
+	if res.err != nil || len(res.events) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	last := j.last()
+	if p, ok := last.Payload.(*events.CallStarted); !ok || p.CallID != "c4" || last.Seq != res.events[0].Seq {
+		t.Errorf("journal ends with %s %+v", last.Kind, last.Payload)
+	}
+	if seqs := j.seqs(); !slices.IsSorted(seqs) || seqs[len(seqs)-1] != uint64(len(seqs)) {
+		t.Errorf("seqs %v: not 1..n in order", seqs)
+	}
+
+	// After Close the loop has ended: no direct path.
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m.submitDirect(req(started("c5"), true)) {
+		t.Error("the direct path was taken after Close")
+	}
+}
