@@ -23,6 +23,13 @@
 // back as observations. The journal is the only commit point: nothing is
 // visible to callers or acted on before it is durable.
 //
+// One exception keeps audited calls off two goroutine hand-offs: a
+// durable call record (call.started, call.finished), which decides nothing
+// and starts no effect, is decided and journaled on the caller's
+// goroutine when nothing is queued for the loop, under the same lock the
+// loop holds while it works (see submitDirect). The order is the same as
+// through the loop: nothing queued before the record is overtaken.
+//
 // # Concurrency
 //
 // Every goroutine is started through the Manager's wait group and ends by
