@@ -54,6 +54,13 @@ func (l callLatencies) report(b *testing.B) {
 //   - floor=direct+2-commits: the direct call between two raw bbolt
 //     commits (rawCommits): what Audit's write-ahead costs on this disk
 //     before any of mcpledger's own work;
+//   - direct,journal-open: direct, with a store.Journal open and idle in
+//     the process (no Manager). go-sdk leaves about 370 KB of garbage per
+//     call, so the GC runs every few calls; the journal's resident memory
+//     (about 1 MB, its retry window) leaves less room under the GC's
+//     4 MB minimum heap goal, so it runs more often and the same raw
+//     calls are slower. It separates that effect from the Manager's own
+//     work in audit and relaxed, which have such a journal open too;
 //   - audit, relaxed: through Manager.CallTool with that Durability, the
 //     server registered as Options.InProcess and the journal a real bbolt
 //     store.Journal (fsync on) in b.TempDir().
@@ -62,6 +69,7 @@ func (l callLatencies) report(b *testing.B) {
 // Targets (at p50): relaxed ≤ 1.3 × direct; audit ≤ direct + 1 ms.
 func BenchmarkCallTool(b *testing.B) {
 	b.Run("direct", func(b *testing.B) { runBenchCalls(b, directEcho(b)) })
+	b.Run("direct,journal-open", func(b *testing.B) { openJournal(b); runBenchCalls(b, directEcho(b)) })
 	b.Run("floor=direct+2-commits", func(b *testing.B) { runBenchCalls(b, openRawCommits(b).around(directEcho(b))) })
 	b.Run("audit", func(b *testing.B) { benchManagerCalls(b, runtime.Audit) })
 	b.Run("relaxed", func(b *testing.B) { benchManagerCalls(b, runtime.Relaxed) })
