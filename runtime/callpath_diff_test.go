@@ -107,6 +107,10 @@ var redactFragments = []string{
 	"xoxz-", "AKIA", "ASIA", "IOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "eyJ", "eyJhbGciOiJIUzI1NiJ9", ".", "eyJzdWIiOiIx",
 	"dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "resolved-secret-1", "tok-1234567890abcdef", `p<w&"rd-123`,
 	`p\u003cw\u0026\"rd-123`, " ", "\n", "\t", "-", "_", "é", "\xff", "aaaa", "s", "g", "x", "A", "e", "B", "b",
+	// Nested strings (JSON in a string in a string) and JSON escapes
+	// before a credential.
+	`\\\"password\\\":\\\"x\\\\\\\"y\\\"`, `{\\\"data\\\":{\\\"token\\\":\\\"t1\\\"}}`, `\\\"`, `\\\\`, `\\\\\\\"`,
+	`\n`, `\t`, `\r`, `\u001b`, `\u0061`, `\\n`,
 }
 
 func genRedactInput(r *rand.Rand) string {

@@ -328,10 +328,10 @@ func redactAt(b []byte, i int) (span, bool) {
 }
 
 // secretValue looks at a quote at i: if it opens a key that looks secret
-// (`"api_key": "v"`, or escaped inside a string, `\"api_key\": \"v\"`),
-// it returns the span of the value's text.
+// (`"api_key": "v"`, or escaped inside a string, `\"api_key\": \"v\"`, at
+// any depth of nesting: JSON in a string of JSON in a tool's text), it
+// returns the span of the value's text.
 func secretValue(b []byte, i int) (span, bool) {
-	escaped := i > 0 && b[i-1] == '\\'
 	// The key: a short run of name characters, closed by the same quote.
 	j := i + 1
 	rare := false // the key holds a letter of secretKeyLetter
@@ -342,53 +342,102 @@ func secretValue(b []byte, i int) (span, bool) {
 	if j == i+1 || j >= len(b) || j-i > 64 || !rare { // !rare: see secretKeyName
 		return span{}, false
 	}
-	key := b[i+1 : j]
-	if escaped {
-		if b[j] != '\\' || j+1 >= len(b) || b[j+1] != '"' {
-			return span{}, false
+	for k := quoteDepth(b, i); k >= 0; k = shallower(k) {
+		if start, ok := valueStart(b, j, k); ok {
+			if !secretKeyName(b[i+1 : j]) {
+				return span{}, false
+			}
+			return valueEnd(b, start, k)
 		}
-		j += 2
-	} else {
-		if b[j] != '"' {
-			return span{}, false
-		}
-		j++
 	}
-	j = skipSpace(b, j)
+	return span{}, false
+}
+
+// quoteDepth returns how deeply the quote at b[i] may be escaped: k, the
+// backslashes right before it, is 0 for a quote of the JSON text itself,
+// 1 for one inside a string (\"), 3 for one inside a string inside a
+// string (\\\"), 2^d - 1 at depth d. For a run of another length it
+// returns the deepest such k below it (the backslashes before are taken
+// as text), and -1 for a run that is too long.
+func quoteDepth(b []byte, i int) int {
+	r := 0
+	for r < i && b[i-1-r] == '\\' {
+		r++
+	}
+	if r > maxQuoteRun {
+		return -1
+	}
+	k := 0
+	for 2*k+1 <= r {
+		k = 2*k + 1
+	}
+	return k
+}
+
+// shallower returns the next depth secretValue tries after k: the quote
+// of a key escaped at all is tried at every escaped depth down to 1, never
+// as a quote of the JSON text itself.
+func shallower(k int) int {
+	if k <= 1 {
+		return -1
+	}
+	return (k - 1) / 2
+}
+
+// maxQuoteRun bounds quoteDepth: four levels of nesting.
+const maxQuoteRun = 15
+
+// valueStart checks, at b[j] right after a key, for the key's closing
+// quote, a colon and the opening quote of a string value, all quoted k
+// deep as the key was, and returns where the value's text starts.
+func valueStart(b []byte, j, k int) (int, bool) {
+	if !quoteAt(b, j, k) {
+		return 0, false
+	}
+	j = skipSpace(b, j+k+1)
 	if j >= len(b) || b[j] != ':' {
-		return span{}, false
+		return 0, false
 	}
 	j = skipSpace(b, j+1)
-	// The value must be a string in the same quoting.
-	if escaped {
-		if !hasPrefixAt(b, j, `\"`) {
-			return span{}, false
-		}
-		j += 2
-	} else {
-		if j >= len(b) || b[j] != '"' {
-			return span{}, false
-		}
-		j++
+	if !quoteAt(b, j, k) {
+		return 0, false
 	}
-	if !secretKeyName(key) {
-		return span{}, false
+	return j + k + 1, true
+}
+
+// quoteAt reports whether b[j:] starts with k backslashes and a quote.
+func quoteAt(b []byte, j, k int) bool {
+	if j+k >= len(b) || b[j+k] != '"' {
+		return false
 	}
-	start := j
-	for j < len(b) {
-		switch {
-		case !escaped && b[j] == '\\':
-			j += 2
-			continue
-		case !escaped && b[j] == '"':
-			return valueSpan(start, j)
-		case escaped && b[j] == '\\' && j+1 < len(b) && b[j+1] == '"':
-			return valueSpan(start, j)
-		case escaped && b[j] == '\\':
-			j += 2 // an escaped backslash, \\\\ in the outer text
+	for _, c := range b[j : j+k] {
+		if c != '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// valueEnd returns the span of a string value's text that starts at
+// b[start] and is quoted k deep. At depth d (k = 2^d - 1) the closing
+// quote is the first one after r backslashes with r mod 2^(d+1) = k: the
+// text's own backslashes come in multiples of 2^(d+1) and its own quotes
+// after 2^(d+1) - 1 more. A quote escaped less deeply than the value ends
+// it too (the text it was in has ended).
+func valueEnd(b []byte, start, k int) (span, bool) {
+	period := 2 * (k + 1)
+	for j := start; j < len(b); j++ {
+		if b[j] != '\\' && b[j] != '"' {
 			continue
 		}
-		j++
+		r := 0
+		for j < len(b) && b[j] == '\\' {
+			r++
+			j++
+		}
+		if j < len(b) && b[j] == '"' && (r%period == k || r < k) {
+			return valueSpan(start, j-r)
+		}
 	}
 	return span{}, false
 }

@@ -5,7 +5,8 @@ package runtime
 // that TestRedactDifferential and FuzzRedactDifferential compare the
 // redactor with: a class-table look-up at every byte, and a key check of
 // 14 bytes.Contains. It shares the unchanged helpers (tokenRun, jwt,
-// valueSpan, the byte predicates, the key word lists) with redact.go.
+// valueSpan, the byte predicates, the key word lists) with redact.go, and
+// since nested strings (see refSecretValue) its quoting helpers.
 
 import (
 	"bytes"
@@ -102,10 +103,11 @@ func refRedactPatterns(b []byte) []byte {
 }
 
 // refSecretValue looks at a quote at i: if it opens a key that looks secret
-// (`"api_key": "v"`, or escaped inside a string, `\"api_key\": \"v\"`),
-// it returns the span of the value's text.
+// (`"api_key": "v"`, or escaped inside a string, `\"api_key\": \"v\"`, at
+// any depth), it returns the span of the value's text. Its quoting is
+// redact.go's (quoteDepth, valueStart, valueEnd, since the redactor learnt
+// nested strings); what it keeps of 9b798f9 is the key check.
 func refSecretValue(b []byte, i int) (span, bool) {
-	escaped := i > 0 && b[i-1] == '\\'
 	// The key: a short run of name characters, closed by the same quote.
 	j := i + 1
 	for j < len(b) && j-i <= 64 && isKeyByte(b[j]) {
@@ -114,53 +116,13 @@ func refSecretValue(b []byte, i int) (span, bool) {
 	if j == i+1 || j >= len(b) || j-i > 64 {
 		return span{}, false
 	}
-	key := b[i+1 : j]
-	if escaped {
-		if b[j] != '\\' || j+1 >= len(b) || b[j+1] != '"' {
-			return span{}, false
+	for k := quoteDepth(b, i); k >= 0; k = shallower(k) {
+		if start, ok := valueStart(b, j, k); ok {
+			if !refSecretKeyName(b[i+1 : j]) {
+				return span{}, false
+			}
+			return valueEnd(b, start, k)
 		}
-		j += 2
-	} else {
-		if b[j] != '"' {
-			return span{}, false
-		}
-		j++
-	}
-	j = skipSpace(b, j)
-	if j >= len(b) || b[j] != ':' {
-		return span{}, false
-	}
-	j = skipSpace(b, j+1)
-	// The value must be a string in the same quoting.
-	if escaped {
-		if !hasPrefixAt(b, j, `\"`) {
-			return span{}, false
-		}
-		j += 2
-	} else {
-		if j >= len(b) || b[j] != '"' {
-			return span{}, false
-		}
-		j++
-	}
-	if !refSecretKeyName(key) {
-		return span{}, false
-	}
-	start := j
-	for j < len(b) {
-		switch {
-		case !escaped && b[j] == '\\':
-			j += 2
-			continue
-		case !escaped && b[j] == '"':
-			return valueSpan(start, j)
-		case escaped && b[j] == '\\' && j+1 < len(b) && b[j+1] == '"':
-			return valueSpan(start, j)
-		case escaped && b[j] == '\\':
-			j += 2 // an escaped backslash, \\\\ in the outer text
-			continue
-		}
-		j++
 	}
 	return span{}, false
 }

@@ -66,6 +66,11 @@ func TestRedactPatterns(t *testing.T) {
 		{"keys after escaped tabs and CRs", `"a\tsk-proj-abcdefghijklmnopqrstuvwxyz0123\r\nAKIAIOSFODNN7EXAMPLE\u001bxoxb-123456789012-abcdefghij"`, []string{"sk-proj-abc", "AKIAIOSFODNN7EXAMPLE", "xoxb-1234"}, []string{`a\t` + m}},
 		{"jwt and bearer on their own lines", `"x\neyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N\nBearer abc.DEF-123_xyz"`, []string{"eyJzdWIiOiIx", "abc.DEF-123_xyz"}, nil},
 		{"an escaped backslash then a letter is a word", `"C:\\nghp_0123456789abcdefghijABCDEFGHIJ012345 \u0061sk-proj-abcdefghijklmnopqrstuvwxyz0123"`, nil, []string{`\\nghp_0123456789`, `\u0061sk-proj-abc`}},
+		// JSON in a string in a string: kubectl's last-applied-configuration
+		// annotation in a tool's JSON text, journaled as JSON.
+		{"two strings deep", `{"text":"{\"last-applied\":\"{\\\"data\\\":{\\\"password\\\":\\\"aHVudGVyMg==\\\"}}\"}"}`, []string{"aHVudGVyMg=="}, []string{`\\\"data\\\"`, `\\\"password\\\":\\\"` + m}},
+		{"three strings deep", `"a\\\\\\\"secret\\\\\\\": \\\\\\\"s3cr3t-v\\\\\\\", x"`, []string{"s3cr3t-v"}, []string{", x"}},
+		{"escaped quote inside a nested value", `{"text":"{\"password\":\"ab\\\"cd\",\"n\":1}"}`, []string{"cd"}, []string{`\"n\":1`}},
 		{"plain text untouched", `The quick brown fox; secret sauce; passwords are hard.`, nil, []string{"The quick brown fox; secret sauce; passwords are hard."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
