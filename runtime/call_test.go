@@ -62,6 +62,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 		password = "hunter2-correct-horse-battery" // under "password"
 		ghToken  = "ghp_0123456789abcdefghijABCDEFGHIJ0123"
 		apiKey   = "sk-proj-Zq8v2LmN4xR7tY1uW3eB5cD9" // on a line of its own
+		nested   = "n3sted-Pw-0b7c"                   // under "password" in JSON in a string in the text
 	)
 	path := filepath.Join(t.TempDir(), "journal.db")
 	j, err := store.Open(path, nil)
@@ -86,6 +87,12 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 	if r, err := m.CallTool(ctx, "mcp__vault__echo", map[string]any{"message": "keys:\n" + apiKey + "\n\t" + ghToken}); err != nil || !strings.Contains(textOf(t, r), apiKey) {
 		t.Fatalf("echo lines: %v", err)
 	}
+	// kubectl's last-applied-configuration: JSON in a string in JSON text,
+	// two strings deep once the call is journaled as JSON.
+	applied := `{"metadata":{"annotations":{"last-applied":"{\"data\":{\"password\":\"` + nested + `\"}}"}}}`
+	if r, err := m.CallTool(ctx, "mcp__vault__echo", map[string]any{"message": applied}); err != nil || textOf(t, r) != applied {
+		t.Fatalf("echo nested: %v", err)
+	}
 	if _, err := m.CallTool(ctx, "mcp__vault__t0000", map[string]any{"password": password, "note": "Authorization: Bearer " + secret}); err != nil {
 		t.Fatalf("t0000: %v", err)
 	}
@@ -98,7 +105,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := callEvents(t, j, sid)
-	want := []string{"started:env", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:t0000", "finished:ok", "started:add", "finished:invalid_arguments"}
+	want := []string{"started:env", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:t0000", "finished:ok", "started:add", "finished:invalid_arguments"}
 	if !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
@@ -109,7 +116,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sec := range []string{secret, password, ghToken, apiKey} {
+	for _, sec := range []string{secret, password, ghToken, apiKey, nested} {
 		if bytes.Contains(raw, []byte(sec)) {
 			t.Errorf("the journal file holds %q", sec)
 		}
