@@ -111,6 +111,7 @@ var redactFragments = []string{
 	// before a credential.
 	`\\\"password\\\":\\\"x\\\\\\\"y\\\"`, `{\\\"data\\\":{\\\"token\\\":\\\"t1\\\"}}`, `\\\"`, `\\\\`, `\\\\\\\"`,
 	`\n`, `\t`, `\r`, `\u001b`, `\u0061`, `\\n`,
+	"://", "postgres://", "admin:", "S3cret:Pass@db", "https://oauth2:tok@host", "@", "ssh://git@h:22",
 }
 
 func genRedactInput(r *rand.Rand) string {

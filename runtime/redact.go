@@ -27,7 +27,10 @@ const minSecretLen = 6
 //     as JSON escapes it;
 //   - the string value of any key that looks secret ("token", "password",
 //     "secret", "authorization", "api_key", …), in JSON and in JSON
-//     escaped inside a JSON string (a tool's text holding JSON);
+//     escaped inside a JSON string (a tool's text holding JSON), however
+//     deeply nested;
+//   - the password of a URL (scheme://user:password@host: database DSNs,
+//     git remotes);
 //   - the credential after "Bearer ", and common key formats: GitHub
 //     (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), sk-… API keys, Slack
 //     xox[abprs]-, AWS AKIA/ASIA key IDs, and JWTs (eyJ….eyJ….sig).
@@ -154,12 +157,13 @@ func containsFrom(b, s []byte, at int) bool {
 const (
 	clsNone = iota
 	clsQuote
-	clsG // ghp_ … github_pat_
-	clsS // sk-
-	clsX // xoxb-
-	clsA // AKIA, ASIA
-	clsE // eyJ (JWT)
-	clsB // Bearer
+	clsG   // ghp_ … github_pat_
+	clsS   // sk-
+	clsX   // xoxb-
+	clsA   // AKIA, ASIA
+	clsE   // eyJ (JWT)
+	clsB   // Bearer
+	clsURL // :// (a URL's user:password@)
 )
 
 var redactClass = func() (t [256]uint8) {
@@ -170,14 +174,15 @@ var redactClass = func() (t [256]uint8) {
 	t['A'] = clsA
 	t['e'] = clsE
 	t['B'], t['b'] = clsB, clsB
+	t[':'] = clsURL
 	return t
 }()
 
 // redactSecond[c] has bit k set if c may follow a first byte of class k
 // in a pattern: a key byte after a quote, h (gh?_) or i (github_pat_)
 // after g, k after s, o after x, K or S after A, y after e, e or E after
-// B or b. Class clsNone has no bit.
-var redactSecond = func() (t [256]uint8) {
+// B or b, / after a colon. Class clsNone has no bit.
+var redactSecond = func() (t [256]uint16) {
 	for c := range 256 {
 		if isKeyByte(byte(c)) {
 			t[c] |= 1 << clsQuote
@@ -192,6 +197,7 @@ var redactSecond = func() (t [256]uint8) {
 	t['y'] |= 1 << clsE
 	t['e'] |= 1 << clsB
 	t['E'] |= 1 << clsB
+	t['/'] |= 1 << clsURL
 	return t
 }()
 
@@ -312,6 +318,8 @@ func redactAt(b []byte, i int) (span, bool) {
 		if boundaryBefore(b, i) && hasPrefixAt(b, i, "eyJ") {
 			return jwt(b, i)
 		}
+	case clsURL:
+		return urlPassword(b, i)
 	case clsB:
 		if hasPrefixFold(b, i, "bearer ") && boundaryBefore(b, i) {
 			j := i + len("bearer ")
@@ -326,6 +334,48 @@ func redactAt(b []byte, i int) (span, bool) {
 	}
 	return span{}, false
 }
+
+// urlPassword looks at a colon at i: if it starts the "://" of a URL
+// with a user and a password (scheme://user:password@host), it returns
+// the span of the password. A URL with a user only (ssh://git@host) or
+// none is left alone.
+func urlPassword(b []byte, i int) (span, bool) {
+	if !hasPrefixAt(b, i, "://") {
+		return span{}, false
+	}
+	j := i + 3
+	user := j
+	for j < len(b) && j-user <= maxURLPart && urlUserByte[b[j]] {
+		j++
+	}
+	if j == user || j >= len(b) || b[j] != ':' {
+		return span{}, false
+	}
+	j++
+	pass := j
+	for j < len(b) && j-pass <= maxURLPart && urlPassByte[b[j]] {
+		j++
+	}
+	if j == pass || j >= len(b) || b[j] != '@' {
+		return span{}, false
+	}
+	return span{pass, j}, true
+}
+
+// maxURLPart bounds the user and the password urlPassword reads.
+const maxURLPart = 256
+
+// urlUserByte marks the bytes of a URL's user name (RFC 3986 userinfo
+// before the first colon); urlPassByte those of its password: anything
+// printable but what ends it (@ / ? #), space, quotes and backslashes
+// (the JSON it is in), and < > (markup).
+var urlUserByte, urlPassByte = func() (u, p [256]bool) {
+	for c := range 256 {
+		u[c] = isAlnum(byte(c)) || strings.IndexByte("-._~%!$&'()*+,;=", byte(c)) >= 0
+		p[c] = c > ' ' && c != 0x7f && strings.IndexByte("@/?#\"\\<>", byte(c)) < 0
+	}
+	return u, p
+}()
 
 // secretValue looks at a quote at i: if it opens a key that looks secret
 // (`"api_key": "v"`, or escaped inside a string, `\"api_key\": \"v\"`, at

@@ -70,6 +70,8 @@ func refRedactPatterns(b []byte) []byte {
 			if boundaryBefore(b, i) && hasPrefixAt(b, i, "eyJ") {
 				s, ok = jwt(b, i)
 			}
+		case clsURL:
+			s, ok = urlPassword(b, i)
 		case clsB:
 			if hasPrefixFold(b, i, "bearer ") && boundaryBefore(b, i) {
 				j := i + len("bearer ")

@@ -71,6 +71,8 @@ func TestRedactPatterns(t *testing.T) {
 		{"two strings deep", `{"text":"{\"last-applied\":\"{\\\"data\\\":{\\\"password\\\":\\\"aHVudGVyMg==\\\"}}\"}"}`, []string{"aHVudGVyMg=="}, []string{`\\\"data\\\"`, `\\\"password\\\":\\\"` + m}},
 		{"three strings deep", `"a\\\\\\\"secret\\\\\\\": \\\\\\\"s3cr3t-v\\\\\\\", x"`, []string{"s3cr3t-v"}, []string{", x"}},
 		{"escaped quote inside a nested value", `{"text":"{\"password\":\"ab\\\"cd\",\"n\":1}"}`, []string{"cd"}, []string{`\"n\":1`}},
+		{"URL credentials", `{"dsn":"postgres://admin:S3cret:Pass@db:5432/app","remote":"https://oauth2:glpat-AbC123@gitlab.com/x.git"}`, []string{"S3cret:Pass", "glpat-AbC123"}, []string{`postgres://admin:` + m, `@db:5432/app`, `https://oauth2:` + m}},
+		{"URLs without a password kept", `ssh://git@github.com:22/x http://localhost:8080/path https://example.com/a:b@c mailto:a@b`, nil, []string{"ssh://git@github.com:22/x", "http://localhost:8080/path", "https://example.com/a:b@c", "mailto:a@b"}},
 		{"plain text untouched", `The quick brown fox; secret sauce; passwords are hard.`, nil, []string{"The quick brown fox; secret sauce; passwords are hard."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
