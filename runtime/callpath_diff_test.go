@@ -112,6 +112,7 @@ var redactFragments = []string{
 	`\\\"password\\\":\\\"x\\\\\\\"y\\\"`, `{\\\"data\\\":{\\\"token\\\":\\\"t1\\\"}}`, `\\\"`, `\\\\`, `\\\\\\\"`,
 	`\n`, `\t`, `\r`, `\u001b`, `\u0061`, `\\n`,
 	"://", "postgres://", "admin:", "S3cret:Pass@db", "https://oauth2:tok@host", "@", "ssh://git@h:22",
+	"DB_PASSWORD=", "=", "==", ": ", "password: ", "?api_key=", "&", "'", "export TOKEN=", "Authorization: Bearer ", `=\"`,
 }
 
 func genRedactInput(r *rand.Rand) string {

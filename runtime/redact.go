@@ -31,6 +31,9 @@ const minSecretLen = 6
 //     deeply nested;
 //   - the password of a URL (scheme://user:password@host: database DSNs,
 //     git remotes);
+//   - the value assigned to a name that looks secret outside JSON:
+//     DB_PASSWORD=… in a .env file or a shell, api_key=… in a query
+//     string, password: … in YAML;
 //   - the credential after "Bearer ", and common key formats: GitHub
 //     (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), sk-… API keys, Slack
 //     xox[abprs]-, AWS AKIA/ASIA key IDs, and JWTs (eyJ….eyJ….sig).
@@ -157,13 +160,14 @@ func containsFrom(b, s []byte, at int) bool {
 const (
 	clsNone = iota
 	clsQuote
-	clsG   // ghp_ … github_pat_
-	clsS   // sk-
-	clsX   // xoxb-
-	clsA   // AKIA, ASIA
-	clsE   // eyJ (JWT)
-	clsB   // Bearer
-	clsURL // :// (a URL's user:password@)
+	clsG     // ghp_ … github_pat_
+	clsS     // sk-
+	clsX     // xoxb-
+	clsA     // AKIA, ASIA
+	clsE     // eyJ (JWT)
+	clsB     // Bearer
+	clsColon // :// (a URL's user:password@), ": " (YAML: password: v)
+	clsEq    // = (DB_PASSWORD=v, ?api_key=v)
 )
 
 var redactClass = func() (t [256]uint8) {
@@ -174,14 +178,16 @@ var redactClass = func() (t [256]uint8) {
 	t['A'] = clsA
 	t['e'] = clsE
 	t['B'], t['b'] = clsB, clsB
-	t[':'] = clsURL
+	t[':'] = clsColon
+	t['='] = clsEq
 	return t
 }()
 
 // redactSecond[c] has bit k set if c may follow a first byte of class k
 // in a pattern: a key byte after a quote, h (gh?_) or i (github_pat_)
 // after g, k after s, o after x, K or S after A, y after e, e or E after
-// B or b, / after a colon. Class clsNone has no bit.
+// B or b, / or a space or tab after a colon, anything but = after =.
+// Class clsNone has no bit.
 var redactSecond = func() (t [256]uint16) {
 	for c := range 256 {
 		if isKeyByte(byte(c)) {
@@ -197,7 +203,14 @@ var redactSecond = func() (t [256]uint16) {
 	t['y'] |= 1 << clsE
 	t['e'] |= 1 << clsB
 	t['E'] |= 1 << clsB
-	t['/'] |= 1 << clsURL
+	t['/'] |= 1 << clsColon
+	t[' '] |= 1 << clsColon
+	t['\t'] |= 1 << clsColon
+	for c := range 256 {
+		if c != '=' {
+			t[c] |= 1 << clsEq
+		}
+	}
 	return t
 }()
 
@@ -318,8 +331,13 @@ func redactAt(b []byte, i int) (span, bool) {
 		if boundaryBefore(b, i) && hasPrefixAt(b, i, "eyJ") {
 			return jwt(b, i)
 		}
-	case clsURL:
-		return urlPassword(b, i)
+	case clsColon:
+		if i+1 < len(b) && b[i+1] == '/' {
+			return urlPassword(b, i)
+		}
+		return assignedValue(b, i)
+	case clsEq:
+		return assignedValue(b, i)
 	case clsB:
 		if hasPrefixFold(b, i, "bearer ") && boundaryBefore(b, i) {
 			j := i + len("bearer ")
@@ -375,6 +393,111 @@ var urlUserByte, urlPassByte = func() (u, p [256]bool) {
 		p[c] = c > ' ' && c != 0x7f && strings.IndexByte("@/?#\"\\<>", byte(c)) < 0
 	}
 	return u, p
+}()
+
+// assignedValue looks at an '=' or a ':' (followed by a space or tab) at
+// i: if a name that looks secret (secretKeyName) stands right before it,
+// at a word boundary (DB_PASSWORD=v, export GITHUB_TOKEN=v, ?api_key=v&,
+// password: v), it returns the span of the value: a quoted value ('v',
+// "v", or \"v\" in JSON text) up to its closing quote, otherwise up to
+// the first space, control character, backslash (a JSON escape: the end
+// of the line), quote, & or < or backquote; after an authorization scheme
+// (Authorization: Bearer v), the credential. Booleans, nulls and numbers
+// are not secrets; after "name: " the value must end its line, as in YAML
+// (a Go struct field, ClientSecret: cfg.Secret, is code, not a secret).
+func assignedValue(b []byte, i int) (span, bool) {
+	k := i
+	for k > 0 && i-k <= 64 && assignNameByte[b[k-1]] {
+		k--
+	}
+	if k == i || i-k > 64 || !boundaryBefore(b, k) {
+		return span{}, false
+	}
+	if b[i] == ':' && (i+1 >= len(b) || b[i+1] != ' ' && b[i+1] != '\t') ||
+		b[i] == '=' && i+1 < len(b) && b[i+1] == '=' { // ==: a comparison, base64 padding
+		return span{}, false
+	}
+	if !secretKeyName(b[k:i]) {
+		return span{}, false
+	}
+	j := skipSpace(b, i+1)
+	switch {
+	case j < len(b) && (b[j] == '"' || b[j] == '\''):
+		if end := bytes.IndexByte(b[j+1:min(len(b), j+1+maxAssigned)], b[j]); end >= 0 {
+			return valueSpan(j+1, j+1+end)
+		}
+		return span{}, false
+	case hasPrefixAt(b, j, `\"`):
+		if end := bytes.Index(b[j+2:min(len(b), j+2+maxAssigned)], []byte(`\"`)); end >= 0 {
+			return valueSpan(j+2, j+2+end)
+		}
+		return span{}, false
+	}
+	// An HTTP authorization value (Authorization: Bearer v): the
+	// credential after the scheme.
+	for _, scheme := range authSchemes {
+		if hasPrefixFold(b, j, scheme) {
+			j = skipSpace(b, j+len(scheme))
+			break
+		}
+	}
+	end := j
+	for end < len(b) && assignValueByte[b[end]] {
+		end++
+	}
+	v := b[j:end]
+	if plainValue(v) {
+		return span{}, false
+	}
+	// After "name: ", only a value that ends its line (YAML), not one of
+	// code (a struct field's expression, ending in ',' or holding
+	// brackets) or of prose (more words follow).
+	if b[i] == ':' && (!lineEndsAt(b, end) || bytes.HasSuffix(v, []byte(",")) || bytes.ContainsAny(v, "({[")) {
+		return span{}, false
+	}
+	return valueSpan(j, end)
+}
+
+// plainValue reports whether an unquoted value is a boolean, null or
+// number: a setting, not a secret (persist-credentials: false).
+func plainValue(v []byte) bool {
+	switch strings.ToLower(string(v)) {
+	case "true", "false", "null", "nil", "none", "yes", "no", "on", "off", "~":
+		return true
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(v) > 0
+}
+
+// lineEndsAt reports whether b's line ends at end: the end of b, a line
+// break (raw, or \n or \r in JSON text), or the quote that closes the
+// JSON string.
+func lineEndsAt(b []byte, end int) bool {
+	if end >= len(b) || b[end] == '\n' || b[end] == '\r' || b[end] == '"' {
+		return true
+	}
+	return b[end] == '\\' && end+1 < len(b) && (b[end+1] == 'n' || b[end+1] == 'r')
+}
+
+// authSchemes are the HTTP authorization schemes assignedValue keeps in
+// front of the credential it redacts.
+var authSchemes = []string{"bearer ", "basic ", "token ", "bot ", "digest "}
+
+// maxAssigned bounds a quoted value assignedValue looks for the end of.
+const maxAssigned = 1024
+
+// assignNameByte marks the bytes of a name before '=' or ':';
+// assignValueByte those of an unquoted value.
+var assignNameByte, assignValueByte = func() (n, v [256]bool) {
+	for c := range 256 {
+		n[c] = isAlnum(byte(c)) || c == '_' || c == '-' || c == '.'
+		v[c] = c > ' ' && c != 0x7f && strings.IndexByte("\\\"'&<`", byte(c)) < 0
+	}
+	return n, v
 }()
 
 // secretValue looks at a quote at i: if it opens a key that looks secret

@@ -70,8 +70,14 @@ func refRedactPatterns(b []byte) []byte {
 			if boundaryBefore(b, i) && hasPrefixAt(b, i, "eyJ") {
 				s, ok = jwt(b, i)
 			}
-		case clsURL:
-			s, ok = urlPassword(b, i)
+		case clsColon:
+			if i+1 < n && b[i+1] == '/' {
+				s, ok = urlPassword(b, i)
+			} else {
+				s, ok = assignedValue(b, i)
+			}
+		case clsEq:
+			s, ok = assignedValue(b, i)
 		case clsB:
 			if hasPrefixFold(b, i, "bearer ") && boundaryBefore(b, i) {
 				j := i + len("bearer ")

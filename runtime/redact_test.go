@@ -73,6 +73,10 @@ func TestRedactPatterns(t *testing.T) {
 		{"escaped quote inside a nested value", `{"text":"{\"password\":\"ab\\\"cd\",\"n\":1}"}`, []string{"cd"}, []string{`\"n\":1`}},
 		{"URL credentials", `{"dsn":"postgres://admin:S3cret:Pass@db:5432/app","remote":"https://oauth2:glpat-AbC123@gitlab.com/x.git"}`, []string{"S3cret:Pass", "glpat-AbC123"}, []string{`postgres://admin:` + m, `@db:5432/app`, `https://oauth2:` + m}},
 		{"URLs without a password kept", `ssh://git@github.com:22/x http://localhost:8080/path https://example.com/a:b@c mailto:a@b`, nil, []string{"ssh://git@github.com:22/x", "http://localhost:8080/path", "https://example.com/a:b@c", "mailto:a@b"}},
+		{".env file in JSON text", `{"text":"# db\nDB_PASSWORD=hunter2!x\nexport GITHUB_TOKEN='abc def'\nLOG_LEVEL=debug\nDB_HOST=localhost"}`, []string{"hunter2!x", "abc def"}, []string{`DB_PASSWORD=` + m, `LOG_LEVEL=debug`, `DB_HOST=localhost`}},
+		{"query string and header", `GET https://api.example.com/v1?api_key=k3y-123&limit=5 Authorization: Basic Zm9vOmJhcg==`, []string{"k3y-123", "Zm9vOmJhcg=="}, []string{"&limit=5", "Authorization: Basic " + m}},
+		{"YAML", "password: s3cret-yaml\nuser: bob\nclient_secret:  \"q uoted\"", []string{"s3cret-yaml", "q uoted"}, []string{"user: bob"}},
+		{"assignments that hold no secret kept", `Note: max_tokens=100, token_type=bearer; tokens: 5; time 12:30; a==b; x=1`, nil, []string{"max_tokens=100", "token_type=bearer", "tokens: 5", "12:30", "a==b", "x=1"}},
 		{"plain text untouched", `The quick brown fox; secret sauce; passwords are hard.`, nil, []string{"The quick brown fox; secret sauce; passwords are hard."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
