@@ -113,6 +113,7 @@ var redactFragments = []string{
 	`\n`, `\t`, `\r`, `\u001b`, `\u0061`, `\\n`,
 	"://", "postgres://", "admin:", "S3cret:Pass@db", "https://oauth2:tok@host", "@", "ssh://git@h:22",
 	"DB_PASSWORD=", "=", "==", ": ", "password: ", "?api_key=", "&", "'", "export TOKEN=", "Authorization: Bearer ", `=\"`,
+	" = ", "aws_secret_access_key = ", "-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN CERTIFICATE-----", "-----END ", "-----",
 }
 
 func genRedactInput(r *rand.Rand) string {

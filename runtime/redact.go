@@ -33,7 +33,8 @@ const minSecretLen = 6
 //     git remotes);
 //   - the value assigned to a name that looks secret outside JSON:
 //     DB_PASSWORD=… in a .env file or a shell, api_key=… in a query
-//     string, password: … in YAML;
+//     string, password: … in YAML, aws_secret_access_key = … in INI;
+//   - the body of a PEM private key (-----BEGIN … PRIVATE KEY-----);
 //   - the credential after "Bearer ", and common key formats: GitHub
 //     (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), sk-… API keys, Slack
 //     xox[abprs]-, AWS AKIA/ASIA key IDs, and JWTs (eyJ….eyJ….sig).
@@ -339,6 +340,9 @@ func redactAt(b []byte, i int) (span, bool) {
 	case clsEq:
 		return assignedValue(b, i)
 	case clsB:
+		if b[i] == 'B' && i >= 5 && hasPrefixAt(b, i-5, "-----BEGIN ") {
+			return pemPrivateKey(b, i)
+		}
 		if hasPrefixFold(b, i, "bearer ") && boundaryBefore(b, i) {
 			j := i + len("bearer ")
 			for j < n && b[j] == ' ' {
@@ -352,6 +356,33 @@ func redactAt(b []byte, i int) (span, bool) {
 	}
 	return span{}, false
 }
+
+// pemPrivateKey looks at the BEGIN of a PEM header at i ("-----BEGIN
+// RSA PRIVATE KEY-----", OPENSSH, EC, ENCRYPTED, a PGP PRIVATE KEY BLOCK):
+// for a private key it returns the span of the body, up to "-----END" (or
+// maxPEM bytes, or the end of b: a cut key is still a key). The header
+// and footer lines stay, so the journal shows what kind of key it was.
+func pemPrivateKey(b []byte, i int) (span, bool) {
+	head := i + len("BEGIN ")
+	end := bytes.Index(b[head:min(len(b), head+64)], []byte("-----"))
+	if end < 0 {
+		return span{}, false
+	}
+	label := b[head : head+end]
+	if !bytes.HasSuffix(label, []byte("PRIVATE KEY")) && !bytes.HasSuffix(label, []byte("PRIVATE KEY BLOCK")) {
+		return span{}, false
+	}
+	body := head + end + len("-----")
+	stop := min(len(b), body+maxPEM)
+	if e := bytes.Index(b[body:stop], []byte("-----END")); e >= 0 {
+		stop = body + e
+	}
+	return valueSpan(body, stop)
+}
+
+// maxPEM bounds the body of a PEM private key pemPrivateKey redacts (a
+// 4096-bit RSA key is 3.2 KB, an armoured PGP key a few more).
+const maxPEM = 16 << 10
 
 // urlPassword looks at a colon at i: if it starts the "://" of a URL
 // with a user and a password (scheme://user:password@host), it returns
@@ -403,21 +434,31 @@ var urlUserByte, urlPassByte = func() (u, p [256]bool) {
 // the first space, control character, backslash (a JSON escape: the end
 // of the line), quote, & or < or backquote; after an authorization scheme
 // (Authorization: Bearer v), the credential. Booleans, nulls and numbers
-// are not secrets; after "name: " the value must end its line, as in YAML
-// (a Go struct field, ClientSecret: cfg.Secret, is code, not a secret).
+// are not secrets; after "name: " or "name = " the value must end its
+// line, as in YAML or INI (aws_secret_access_key = v): a Go struct field
+// (ClientSecret: cfg.Secret,), a TypeScript property (token: string;) or
+// a call (token = fetch()) is code, not a secret.
 func assignedValue(b []byte, i int) (span, bool) {
-	k := i
-	for k > 0 && i-k <= 64 && assignNameByte[b[k-1]] {
+	// INI files and code put spaces around '=' (aws_secret_access_key = v).
+	e := i
+	if b[i] == '=' {
+		for e > 0 && i-e < 16 && (b[e-1] == ' ' || b[e-1] == '\t') {
+			e--
+		}
+	}
+	spaced := e < i
+	k := e
+	for k > 0 && e-k <= 64 && assignNameByte[b[k-1]] {
 		k--
 	}
-	if k == i || i-k > 64 || !boundaryBefore(b, k) {
+	if k == e || e-k > 64 || !boundaryBefore(b, k) {
 		return span{}, false
 	}
 	if b[i] == ':' && (i+1 >= len(b) || b[i+1] != ' ' && b[i+1] != '\t') ||
 		b[i] == '=' && i+1 < len(b) && b[i+1] == '=' { // ==: a comparison, base64 padding
 		return span{}, false
 	}
-	if !secretKeyName(b[k:i]) {
+	if !secretKeyName(b[k:e]) {
 		return span{}, false
 	}
 	j := skipSpace(b, i+1)
@@ -446,13 +487,13 @@ func assignedValue(b []byte, i int) (span, bool) {
 		end++
 	}
 	v := b[j:end]
-	if plainValue(v) {
+	if len(v) == 0 || plainValue(v) {
 		return span{}, false
 	}
 	// After "name: ", only a value that ends its line (YAML), not one of
 	// code (a struct field's expression, ending in ',' or holding
 	// brackets) or of prose (more words follow).
-	if b[i] == ':' && (!lineEndsAt(b, end) || bytes.HasSuffix(v, []byte(",")) || bytes.ContainsAny(v, "({[")) {
+	if (b[i] == ':' || spaced) && (!lineEndsAt(b, end) || v[len(v)-1] == ',' || v[len(v)-1] == ';' || bytes.ContainsAny(v, "({[")) {
 		return span{}, false
 	}
 	return valueSpan(j, end)

@@ -79,6 +79,10 @@ func refRedactPatterns(b []byte) []byte {
 		case clsEq:
 			s, ok = assignedValue(b, i)
 		case clsB:
+			if b[i] == 'B' && i >= 5 && hasPrefixAt(b, i-5, "-----BEGIN ") {
+				s, ok = pemPrivateKey(b, i)
+				break
+			}
 			if hasPrefixFold(b, i, "bearer ") && boundaryBefore(b, i) {
 				j := i + len("bearer ")
 				for j < n && b[j] == ' ' {

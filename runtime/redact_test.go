@@ -77,6 +77,10 @@ func TestRedactPatterns(t *testing.T) {
 		{"query string and header", `GET https://api.example.com/v1?api_key=k3y-123&limit=5 Authorization: Basic Zm9vOmJhcg==`, []string{"k3y-123", "Zm9vOmJhcg=="}, []string{"&limit=5", "Authorization: Basic " + m}},
 		{"YAML", "password: s3cret-yaml\nuser: bob\nclient_secret:  \"q uoted\"", []string{"s3cret-yaml", "q uoted"}, []string{"user: bob"}},
 		{"assignments that hold no secret kept", `Note: max_tokens=100, token_type=bearer; tokens: 5; time 12:30; a==b; x=1`, nil, []string{"max_tokens=100", "token_type=bearer", "tokens: 5", "12:30", "a==b", "x=1"}},
+		{"PEM private key", `{"text":"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\nAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----\n"}`, []string{"b3BlbnNzaC1rZXkt", "AAAAAAABAAAAMwAAAAtzc2gtZW"}, []string{"-----BEGIN OPENSSH PRIVATE KEY-----" + m, "-----END OPENSSH PRIVATE KEY-----"}},
+		{"PEM certificate kept", "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUY2VydA\n-----END CERTIFICATE-----", nil, []string{"MIIBszCCAVmgAwIBAgIUY2VydA"}},
+		{"AWS credentials file", "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = eu-west-1", []string{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI"}, []string{"aws_secret_access_key = " + m, "region = eu-west-1"}},
+		{"code assignments kept", "token = fetch(ctx)\npassword := os.Getenv(\"PW\")\nsecret = cfg.Secret,\n  progressToken: ProgressToken;\npassword:\npassword= ", nil, []string{"token = fetch(ctx)", `password := os.Getenv("PW")`, "secret = cfg.Secret,", "progressToken: ProgressToken;", "password:\npassword= "}},
 		{"plain text untouched", `The quick brown fox; secret sauce; passwords are hard.`, nil, []string{"The quick brown fox; secret sauce; passwords are hard."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
