@@ -64,6 +64,10 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 		apiKey   = "sk-proj-Zq8v2LmN4xR7tY1uW3eB5cD9" // on a line of its own
 		nested   = "n3sted-Pw-0b7c"                   // under "password" in JSON in a string in the text
 	)
+	// Outside JSON: a .env line, a DSN, an INI line, a PEM body.
+	plain := []string{"envPw-1a2b3c", "dsnPw-4d5e6f", "iniKey/7g8h9i", "pemBody0j1k2l3m"}
+	files := "DB_PASSWORD=" + plain[0] + "\nDATABASE_URL=postgres://app:" + plain[1] + "@db:5432/app\n[default]\naws_secret_access_key = " +
+		plain[2] + "\n-----BEGIN RSA PRIVATE KEY-----\n" + plain[3] + "\n-----END RSA PRIVATE KEY-----\n"
 	path := filepath.Join(t.TempDir(), "journal.db")
 	j, err := store.Open(path, nil)
 	if err != nil {
@@ -93,6 +97,9 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 	if r, err := m.CallTool(ctx, "mcp__vault__echo", map[string]any{"message": applied}); err != nil || textOf(t, r) != applied {
 		t.Fatalf("echo nested: %v", err)
 	}
+	if r, err := m.CallTool(ctx, "mcp__vault__echo", map[string]any{"message": files}); err != nil || textOf(t, r) != files {
+		t.Fatalf("echo files: %v", err)
+	}
 	if _, err := m.CallTool(ctx, "mcp__vault__t0000", map[string]any{"password": password, "note": "Authorization: Bearer " + secret}); err != nil {
 		t.Fatalf("t0000: %v", err)
 	}
@@ -105,7 +112,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := callEvents(t, j, sid)
-	want := []string{"started:env", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:t0000", "finished:ok", "started:add", "finished:invalid_arguments"}
+	want := []string{"started:env", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:echo", "finished:ok", "started:t0000", "finished:ok", "started:add", "finished:invalid_arguments"}
 	if !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
@@ -116,7 +123,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sec := range []string{secret, password, ghToken, apiKey, nested} {
+	for _, sec := range append([]string{secret, password, ghToken, apiKey, nested}, plain...) {
 		if bytes.Contains(raw, []byte(sec)) {
 			t.Errorf("the journal file holds %q", sec)
 		}
