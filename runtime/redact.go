@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpledger/mcpledger/events"
 )
 
 // minSecretLen is the shortest resolved value treated as a secret: shorter
@@ -72,6 +74,47 @@ func newRedactor(secrets []string) redactor {
 		r.anchors[i] = anchorOf(v)
 	}
 	return r
+}
+
+// scrub redacts, in place, the text a server's side puts in an
+// observation: its stderr tail, stdout lines that were not JSON-RPC, and
+// error messages (which quote URLs, responses and logs). A server that
+// logs its own token on stderr as it dies would otherwise hand it to the
+// journal.
+func (r redactor) scrub(p events.Payload) {
+	switch p := p.(type) {
+	case *events.ProcessExited:
+		for i, l := range p.StderrTail {
+			p.StderrTail[i] = r.redactString(l)
+		}
+	case *events.OutputSkipped:
+		p.Line = r.redactString(p.Line)
+	case *events.ConnectFailed:
+		p.Error.Message = r.redactString(p.Error.Message)
+	case *events.TransportClosed:
+		p.Error.Message = r.redactString(p.Error.Message)
+	case *events.PingFailed:
+		p.Error = r.redactString(p.Error)
+	case *events.ResourcesListed:
+		p.Error = r.redactString(p.Error)
+	case *events.PromptsListed:
+		p.Error = r.redactString(p.Error)
+	case *events.HandshakeCompleted:
+		p.Instructions = r.redactString(p.Instructions)
+	}
+}
+
+// redactString is redact for a string; it returns s itself when there is
+// nothing to replace.
+func (r redactor) redactString(s string) string {
+	if s == "" {
+		return s
+	}
+	b := []byte(s)
+	if out := r.redact(b); len(out) != len(b) || &out[0] != &b[0] {
+		return string(out)
+	}
+	return s
 }
 
 // redactMarker returns the marker that stands in for v.
