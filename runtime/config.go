@@ -313,7 +313,7 @@ func resolve(ps *parsedServer, lookupEnv func(string) (string, bool), home, base
 	}
 	if c.Transport == events.TransportStdio {
 		spec.Command = home1(exp(c.Command, `"command"`, lookupEnv, false), `"command"`)
-		for i, a := range c.Args {
+		for i, a := range ps.args {
 			spec.Args = append(spec.Args, exp(a, fmt.Sprintf(`"args"[%d]`, i), lookupEnv, false))
 		}
 		cwd := home1(exp(c.Cwd, `"cwd"`, lookupEnv, false), `"cwd"`)
@@ -330,7 +330,7 @@ func resolve(ps *parsedServer, lookupEnv func(string) (string, bool), home, base
 		return spec, problems
 	}
 	scope := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	spec.URL = exp(c.URL, `"url"`, scope, true)
+	spec.URL = exp(ps.url, `"url"`, scope, true)
 	if len(problems) == 0 {
 		if msg := checkURL(spec.URL); msg != "" {
 			problems = append(problems, msg+" after expansion")

@@ -35,6 +35,8 @@ type parsedServer struct {
 	cfg      events.ServerConfig
 	env      []events.KV // as written, sorted by key
 	headers  []events.KV // as written, sorted by key
+	args     []string    // as written (cfg.Args is redacted: see redactArgs)
+	url      string      // as written (cfg.URL is redacted)
 	problems []string    // each one says what to do; non-empty => Invalid
 	warnings []string
 	call     CallSettings // callPolicy, toolPolicies, toolTimeouts
@@ -201,6 +203,11 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 	defer func() {
 		p.cfg.Env = events.RedactKVs(p.env)
 		p.cfg.Headers = events.RedactKVs(p.headers)
+		// People write tokens into args and URLs too (--api-key KEY,
+		// https://x/?token=KEY): the journal and the hash take them
+		// redacted, what runs takes them as written.
+		p.args, p.url = p.cfg.Args, p.cfg.URL
+		p.cfg.Args, p.cfg.URL = redactArgs(p.cfg.Args), redactor{}.redactString(p.cfg.URL)
 		p.cfg.Hash = events.ConfigHash(&p.cfg)
 		if len(p.problems) > 0 {
 			p.cfg.Invalid = fmt.Sprintf("server %q: %s (%s)", name, strings.Join(p.problems, "; "), position(path, data, m.off))

@@ -285,15 +285,20 @@ func TestExpand(t *testing.T) {
 // through ${VAR}, and checks that neither the JSON nor the journal
 // encoding of the observation, nor any warning, holds one.
 func TestConfigRedaction(t *testing.T) {
-	secrets := []string{"lit-env-S3CRET", "proc-env-S3CRET", "lit-header-S3CRET", "proc-header-S3CRET", "url-S3CRET"}
+	secrets := []string{"lit-env-S3CRET", "proc-env-S3CRET", "lit-header-S3CRET", "proc-header-S3CRET", "url-S3CRET",
+		"arg-S3CRET-1", "arg-S3CRET-2", "arg-S3CRET-3", "lit-url-S3CRET", "lit-urlpw-S3CRET"}
 	ws, user := configDirs(t)
 	writeConfig(t, filepath.Join(ws, ".mcp.json"), servers(
-		`"local": {"command": "srv", "env": {"A": "lit-env-S3CRET", "B": "${PROC_ENV}"}}`,
+		`"local": {"command": "srv", "env": {"A": "lit-env-S3CRET", "B": "${PROC_ENV}"},
+		   "args": ["--api-key", "arg-S3CRET-1", "--password=arg-S3CRET-2", "--db", "postgres://u:arg-S3CRET-3@h/db",
+		            "--token", "${GH_TOKEN}", "--max-tokens", "100", "--token-file", "/run/tok"]}`,
+		`"literal": {"url": "https://h/mcp?api_key=lit-url-S3CRET"}`,
+		`"userinfo": {"url": "https://bot:lit-urlpw-S3CRET@h/mcp"}`,
 		`"remote": {"url": "https://h/mcp?k=${K}", "env": {"K": "url-S3CRET", "T": "${PROC_HDR}"},
 		   "headers": {"X-Lit": "lit-header-S3CRET", "Authorization": "Bearer ${T}"}, "bogus": 1}`,
 		`"broken": {"url": "https://h/mcp", "env": {"T": "${PROC_HDR}"}, "headers": {"X": "${T}", "Y": "${U}"}}`,
 	))
-	lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PROC_ENV": "proc-env-S3CRET", "PROC_HDR": "proc-header-S3CRET"}.lookup})
+	lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PROC_ENV": "proc-env-S3CRET", "PROC_HDR": "proc-header-S3CRET", "GH_TOKEN": "gh-value"}.lookup})
 	obs := lc.Observed
 	obs.Trigger = "start"
 	js, err := json.Marshal(obs)
@@ -313,6 +318,17 @@ func TestConfigRedaction(t *testing.T) {
 		}
 	}
 	// The runtime still gets them.
+	if got := lc.Specs["local"].Args; !slices.Equal(got, []string{"--api-key", "arg-S3CRET-1", "--password=arg-S3CRET-2", "--db",
+		"postgres://u:arg-S3CRET-3@h/db", "--token", "gh-value", "--max-tokens", "100", "--token-file", "/run/tok"}) {
+		t.Errorf("resolved args %q", got)
+	}
+	if got := lc.Specs["literal"].URL; got != "https://h/mcp?api_key=lit-url-S3CRET" {
+		t.Errorf("resolved url %q", got)
+	}
+	// What holds no secret is journaled as written.
+	if got := server(t, lc, "local").Args; got[5] != "--token" || got[6] != "${GH_TOKEN}" || got[8] != "100" || got[10] != "/run/tok" {
+		t.Errorf("journaled args %q", got)
+	}
 	if got := lc.Specs["remote"].Headers["Authorization"]; got != "Bearer proc-header-S3CRET" {
 		t.Errorf("resolved Authorization = %q", got)
 	}

@@ -104,6 +104,41 @@ func (r redactor) scrub(p events.Payload) {
 	}
 }
 
+// redactArgs returns a stdio server's args as journaled: every credential
+// the patterns find replaced (--password=v, a URL's password, a token
+// format), and the argument after a flag that names a secret (--api-key
+// v, -token v) replaced whole, unless it is a variable reference (${VAR},
+// $VAR), which holds no secret itself. It returns args itself when
+// nothing changes.
+func redactArgs(args []string) []string {
+	var r redactor
+	var out []string
+	for i, a := range args {
+		v := r.redactString(a)
+		if i > 0 && secretFlag(args[i-1]) && a != "" && a[0] != '-' && a[0] != '$' {
+			v = string(redactMarker([]byte(a)))
+		}
+		if v != a && out == nil {
+			out = slices.Clone(args)
+		}
+		if out != nil {
+			out[i] = v
+		}
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}
+
+// secretFlag reports whether a is a flag without a value (-name or
+// --name) whose name looks secret.
+func secretFlag(a string) bool {
+	name, ok := strings.CutPrefix(a, "-")
+	name = strings.TrimPrefix(name, "-")
+	return ok && name != "" && !strings.Contains(name, "=") && secretKeyName([]byte(name))
+}
+
 // redactString is redact for a string; it returns s itself when there is
 // nothing to replace.
 func (r redactor) redactString(s string) string {
@@ -713,7 +748,7 @@ var secretKeyWords = []string{"token", "password", "passwd", "passphrase", "secr
 
 // secretKeyNotWords are key names that contain a secret word but hold
 // counts or metadata (max_tokens, token_count, token_type).
-var secretKeyNotWords = []string{"tokens", "count", "type", "usage", "limit", "expires", "length", "url", "uri", "endpoint", "path", "name", "id"}
+var secretKeyNotWords = []string{"tokens", "count", "type", "usage", "limit", "expires", "length", "url", "uri", "endpoint", "path", "name", "id", "file", "dir"}
 
 // secretKeyName reports whether a JSON key names a secret.
 func secretKeyName(key []byte) bool {
