@@ -114,6 +114,7 @@ var redactFragments = []string{
 	"://", "postgres://", "admin:", "S3cret:Pass@db", "https://oauth2:tok@host", "@", "ssh://git@h:22",
 	"DB_PASSWORD=", "=", "==", ": ", "password: ", "?api_key=", "&", "'", "export TOKEN=", "Authorization: Bearer ", `=\"`,
 	" = ", "aws_secret_access_key = ", "-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN CERTIFICATE-----", "-----END ", "-----",
+	"Cookie: ", "Set-Cookie: ", "a=1; sid=v", "X-Cookie-Count: ",
 }
 
 func genRedactInput(r *rand.Rand) string {

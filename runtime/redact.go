@@ -552,6 +552,18 @@ func assignedValue(b []byte, i int) (span, bool) {
 		}
 		return span{}, false
 	}
+	// A cookie header (Cookie: a=1; sid=v, Set-Cookie: sid=v; Path=/):
+	// the rest of the line, every cookie in it.
+	if b[i] == ':' && isCookieName(b[k:e]) {
+		end := j
+		for end < len(b) && end-j < maxAssigned && !lineEndsAt(b, end) {
+			if b[end] == '\\' {
+				end++ // an escaped byte (\" inside JSON text)
+			}
+			end++
+		}
+		return valueSpan(j, min(end, len(b)))
+	}
 	// An HTTP authorization value (Authorization: Bearer v): the
 	// credential after the scheme.
 	for _, scheme := range authSchemes {
@@ -575,6 +587,13 @@ func assignedValue(b []byte, i int) (span, bool) {
 		return span{}, false
 	}
 	return valueSpan(j, end)
+}
+
+// isCookieName reports whether name is a cookie header's (Cookie,
+// Set-Cookie), any case.
+func isCookieName(name []byte) bool {
+	n := len(name)
+	return n >= 6 && bytes.EqualFold(name[n-6:], []byte("cookie")) && (n == 6 || name[n-7] == '-')
 }
 
 // plainValue reports whether an unquoted value is a boolean, null or
