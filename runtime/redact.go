@@ -611,14 +611,15 @@ func plainValue(v []byte) bool {
 	return len(v) > 0
 }
 
-// lineEndsAt reports whether b's line ends at end: the end of b, a line
-// break (raw, or \n or \r in JSON text), or the quote that closes the
-// JSON string.
+// lineEndsAt reports whether b's line, or the quoted string the value is
+// in, ends at end: the end of b, a line break (raw, or \n or \r in JSON
+// text), or a closing quote (", ', or \" in JSON text: curl -H
+// "X-Api-Key: v").
 func lineEndsAt(b []byte, end int) bool {
-	if end >= len(b) || b[end] == '\n' || b[end] == '\r' || b[end] == '"' {
+	if end >= len(b) || b[end] == '\n' || b[end] == '\r' || b[end] == '"' || b[end] == '\'' {
 		return true
 	}
-	return b[end] == '\\' && end+1 < len(b) && (b[end+1] == 'n' || b[end+1] == 'r')
+	return b[end] == '\\' && end+1 < len(b) && (b[end+1] == 'n' || b[end+1] == 'r' || b[end+1] == '"')
 }
 
 // authSchemes are the HTTP authorization schemes assignedValue keeps in

@@ -82,6 +82,7 @@ func TestRedactPatterns(t *testing.T) {
 		{"AWS credentials file", "[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = eu-west-1", []string{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI"}, []string{"aws_secret_access_key = " + m, "region = eu-west-1"}},
 		{"code assignments kept", "token = fetch(ctx)\npassword := os.Getenv(\"PW\")\nsecret = cfg.Secret,\n  progressToken: ProgressToken;\npassword:\npassword= ", nil, []string{"token = fetch(ctx)", `password := os.Getenv("PW")`, "secret = cfg.Secret,", "progressToken: ProgressToken;", "password:\npassword= "}},
 		{"cookie headers", `{"text":"> Cookie: theme=dark; sid=c00kie-v4lue\n< Set-Cookie: sid=n3w-c00kie; Path=/; HttpOnly\n< X-Cookie-Count: 2\n"}`, []string{"c00kie-v4lue", "n3w-c00kie", "theme=dark"}, []string{`> Cookie: ` + m, `\n< Set-Cookie: ` + m, `\n< X-Cookie-Count: 2`}},
+		{"header in a curl command", `{"text":"curl -H \"X-Api-Key: k3y-v4lue\" -H 'Private-Token: t0k3n-v4lue' https://x"}`, []string{"k3y-v4lue", "t0k3n-v4lue"}, []string{`curl -H \"X-Api-Key: ` + m, `https://x`}},
 		{"plain text untouched", `The quick brown fox; secret sauce; passwords are hard.`, nil, []string{"The quick brown fox; secret sauce; passwords are hard."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
