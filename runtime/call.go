@@ -200,12 +200,18 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 		}
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		stop := context.AfterFunc(m.callCtx, cancel) // Close fails calls in flight
+		cctx, sink := withWireSink(cctx)
 		t0 := time.Now()
 		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: cl.entry.Tool, Arguments: json.RawMessage(cl.args)})
 		stop()
 		cancel()
+		raw := sink.take()
 		fin := &events.CallFinished{CallID: cl.id, DurationNs: time.Since(t0).Nanoseconds()}
+		got := res
 		res, err, lost := m.outcome(ctx, cl, c, res, err, timeout, fin)
+		if res != got {
+			raw = nil // outcome made a result of its own: journal that one
+		}
 		if lost.retriable && !reconnected && ctx.Err() == nil && m.callCtx.Err() == nil &&
 			(lost.undelivered || safeToRepeat(cl.entry.Annotations)) {
 			fin.Retrying = true
@@ -221,7 +227,7 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 			c, retryOf, cl.id = nc, cl.id, uuid.Must(uuid.NewV7()).String()
 			continue
 		}
-		return m.finish(cl, res, err, fin)
+		return m.finish(cl, res, raw, err, fin)
 	}
 }
 

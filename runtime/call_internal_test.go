@@ -314,33 +314,53 @@ func TestResultJSON(t *testing.T) {
 // loop: argument encoding and validation, redaction and capping of
 // arguments and result for the journal, rendering, the injection scan and
 // wrapping. Its ns/op is the path's own CPU cost (target ≤ 50 µs).
+//
+// The result reaches the journal two ways: result=wire is stdio and
+// in-process servers, whose result bytes the connection keeps as the
+// server sent them (wireTransport: one copy, made as the response is
+// read); result=reencoded is Streamable HTTP and SSE, whose decoded
+// result is encoded again (resultJSON).
 func BenchmarkCallPathSteps(b *testing.B) {
 	line := `The build of /srv/app/src/main.go took 4.2 s; see {"status":"ok","tests":118,"failed":0} and https://example.com/ci/1234. `
 	text := strings.Repeat(line, 10240/len(line)+1)[:10240]
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	wire, err := json.Marshal(res) // as a go-sdk server writes it
+	if err != nil {
+		b.Fatal(err)
+	}
 	schema := `{"additionalProperties":false,"properties":{"message":{"type":"string"}},"required":["message"],"type":"object"}`
 	spec := ServerSpec{Env: []string{"API_TOKEN=tok-1234567890abcdef", "LOG_LEVEL=info"}}
 	log := slog.New(slog.DiscardHandler)
 	args := map[string]any{"message": "hello ledger"}
 	red := newRedactor(spec.secrets()) // once per connection, as newConn does
-	b.ReportAllocs()
-	cpu0 := cpuTime()
-	for b.Loop() {
-		a, _ := json.Marshal(args)
-		if err := validateArgs(log, "mcp__mem__read", schema, a); err != nil {
-			b.Fatal(err)
-		}
-		_ = blobOf(red.redact(a), DefaultJournalCap)
-		r := RenderResult(res, DefaultMaxResultChars)
-		if DetectInjection(r.Text) != nil {
-			b.Fatal("signal")
-		}
-		_ = WrapOutput("mem", "read", r.Text)
-		_ = blobOfOwned(red.redact(resultJSON(res)), DefaultJournalCap)
+	for _, tc := range []struct {
+		name   string
+		result func() []byte
+	}{
+		{"result=wire", func() []byte { return bytes.Clone(wire) }},
+		{"result=reencoded", func() []byte { return resultJSON(res) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				a, _ := json.Marshal(args)
+				if err := validateArgs(log, "mcp__mem__read", schema, a); err != nil {
+					b.Fatal(err)
+				}
+				_ = blobOf(red.redact(a), DefaultJournalCap)
+				r := RenderResult(res, DefaultMaxResultChars)
+				if DetectInjection(r.Text) != nil {
+					b.Fatal("signal")
+				}
+				_ = WrapOutput("mem", "read", r.Text)
+				_ = blobOfOwned(red.redact(tc.result()), DefaultJournalCap)
+			}
+			// CPU time (user+system, all threads, GC included) per call:
+			// steadier than wall time on a loaded machine.
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
 	}
-	// CPU time (user+system, all threads, GC included) per call: steadier
-	// than wall time on a loaded machine.
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 func cpuTime() time.Duration {

@@ -101,8 +101,10 @@ func firstText(res *mcp.CallToolResult) string {
 }
 
 // finish renders the result, scans it, journals call.finished and
-// answers the caller.
-func (m *Manager) finish(cl *call, res *mcp.CallToolResult, err error, fin *events.CallFinished) (*CallResult, error) {
+// answers the caller. raw is the result as the server sent it (see
+// wireTransport), nil when the transport does not keep it: the journal
+// then gets res re-encoded.
+func (m *Manager) finish(cl *call, res *mcp.CallToolResult, raw []byte, err error, fin *events.CallFinished) (*CallResult, error) {
 	out := &CallResult{CallID: cl.id, Result: res}
 	if res != nil {
 		out.Rendered = RenderResult(res, m.opts.MaxResultChars)
@@ -111,7 +113,10 @@ func (m *Manager) finish(cl *call, res *mcp.CallToolResult, err error, fin *even
 		if cl.opts.Wrap || m.opts.WrapOutput {
 			out.Text = WrapOutput(cl.entry.Server, cl.entry.Tool, out.Text)
 		}
-		fin.Result = blobOfOwned(cl.red.redact(resultJSON(res)), m.opts.JournalCap)
+		if raw == nil {
+			raw = resultJSON(res)
+		}
+		fin.Result = blobOfOwned(cl.red.redact(raw), m.opts.JournalCap)
 		if len(out.Signals) > 0 {
 			m.log.Warn("possible prompt injection in tool output (advisory)", "server", cl.entry.Server,
 				"tool", cl.entry.Tool, "signals", out.Signals)

@@ -185,7 +185,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		capped := newFrameCap(out, m.opts.MaxMessageBytes, func(size int64, answered bool) {
 			m.log.Warn("server sent a message over MaxMessageBytes; discarded", "server", c.server, "bytes", size, "answered", answered)
 		})
-		return &mcp.IOTransport{Reader: capped, Writer: p.stdin, MaxLineLength: -1}, nil
+		return wireTransport{&mcp.IOTransport{Reader: capped, Writer: p.stdin, MaxLineLength: -1}}, nil
 	case events.TransportHTTP, events.TransportSSE:
 		u, err := url.Parse(c.spec.URL)
 		if err != nil {
@@ -229,7 +229,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		c.inproc = ss
 		c.mu.Unlock()
 		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: events.TransportInProcess, Endpoint: "in-process"})
-		return ct, nil
+		return wireTransport{ct}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", c.spec.Config.Transport)
 }
