@@ -407,11 +407,15 @@ type GatewayRejected struct {
 
 // CallFinished records the result of a call.
 type CallFinished struct {
-	CallID     string `msgpack:"call_id" json:"call_id"`
-	Outcome    string `msgpack:"outcome" json:"outcome"`
-	Error      string `msgpack:"error,omitempty" json:"error,omitempty"`
-	Result     Blob   `msgpack:"result" json:"result"`
-	DurationNs int64  `msgpack:"duration_ns" json:"duration_ns"`
+	CallID  string `msgpack:"call_id" json:"call_id"`
+	Outcome string `msgpack:"outcome" json:"outcome"`
+	Error   string `msgpack:"error,omitempty" json:"error,omitempty"`
+	// Result is the CallToolResult's JSON, redacted and capped: the bytes
+	// the server sent over stdio and in-process connections (since
+	// 2026-11-22), mcpledger's encoding of the decoded result over
+	// Streamable HTTP and SSE, or of a result mcpledger made itself.
+	Result     Blob  `msgpack:"result" json:"result"`
+	DurationNs int64 `msgpack:"duration_ns" json:"duration_ns"`
 	// Signals names the injection patterns found in the rendered output
 	// (advisory: the output was not changed), sorted.
 	Signals []string `msgpack:"signals,omitempty" json:"signals,omitempty"`
