@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -65,6 +67,9 @@ func newRedactor(secrets []string) redactor {
 		// <, >, & and control characters escaped).
 		if b, err := json.Marshal(v); err == nil && len(b) >= 2 {
 			add(string(b[1 : len(b)-1]))
+			// As servers that escape every non-ASCII character write it
+			// (Python's json.dumps): the journal keeps their own bytes.
+			add(asciiEscaped(b[1 : len(b)-1]))
 		}
 	}
 	// Longest first, so a secret containing another is replaced whole.
@@ -150,6 +155,28 @@ func (r redactor) redactString(s string) string {
 		return string(out)
 	}
 	return s
+}
+
+// asciiEscaped returns the JSON string body s with every non-ASCII
+// character written as \uXXXX (lower-case hex, UTF-16 surrogate pairs
+// past U+FFFF), or s itself when it is all ASCII.
+func asciiEscaped(s []byte) string {
+	if !slices.ContainsFunc(s, func(c byte) bool { return c >= utf8.RuneSelf }) {
+		return string(s)
+	}
+	var out []byte
+	for _, r := range string(s) {
+		switch {
+		case r < utf8.RuneSelf:
+			out = append(out, byte(r))
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return string(out)
 }
 
 // redactMarker returns the marker that stands in for v.

@@ -37,6 +37,22 @@ func TestRedactJSONEscapedSecret(t *testing.T) {
 	}
 }
 
+// TestRedactASCIIEscapedSecret: a resolved secret with non-ASCII
+// characters is found as a server that escapes them all writes it
+// (Python's json.dumps: "p\u00e4ss\ud83d\udd11"), since the journal keeps
+// the server's own bytes.
+func TestRedactASCIIEscapedSecret(t *testing.T) {
+	r := newRedactor([]string{"pässwörd-🔑-42"})
+	for _, in := range []string{
+		`{"text":"pässwörd-🔑-42"}`,
+		`{"text":"p\u00e4ssw\u00f6rd-\ud83d\udd11-42"}`,
+	} {
+		if out := string(r.redact([]byte(in))); strings.Contains(out, "42") {
+			t.Errorf("%s: the secret survived: %s", in, out)
+		}
+	}
+}
+
 func TestRedactPatterns(t *testing.T) {
 	const m = "[REDACTED sha256:"
 	for _, tc := range []struct {
