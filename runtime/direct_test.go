@@ -1,53 +1,14 @@
 package runtime
 
 import (
-	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
 )
-
-// recJournal keeps what is appended, in order, in memory.
-type recJournal struct {
-	mu  sync.Mutex
-	evs []events.Event
-}
-
-func (j *recJournal) Append(_ context.Context, _ uuid.UUID, evs []events.Event) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.evs = append(j.evs, evs...)
-	return nil
-}
-
-func (j *recJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(context.Context) error {
-	err := j.Append(context.Background(), sid, evs)
-	return func(context.Context) error { return err }
-}
-
-func (j *recJournal) ReadAll(context.Context, uint64, func(events.Event) error) error { return nil }
-
-func (j *recJournal) last() events.Event {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.evs[len(j.evs)-1]
-}
-
-func (j *recJournal) seqs() []uint64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	var out []uint64
-	for _, e := range j.evs {
-		out = append(out, e.Seq)
-	}
-	return out
-}
 
 // TestSubmitDirect checks the rule of the direct path: a durable call
 // record is decided and journaled on the caller's goroutine only when
@@ -55,7 +16,7 @@ func (j *recJournal) seqs() []uint64 {
 // overtaken), and no other input ever takes it. Taken, it journals the
 // record with the next seq, like the loop would.
 func TestSubmitDirect(t *testing.T) {
-	j := &recJournal{}
+	j := &captureJournal{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
 	m, err := New(j, &Options{InProcess: map[string]*mcp.Server{"mem": srv}, PingInterval: -1, Seed: 1})
 	if err != nil {
@@ -98,11 +59,16 @@ func TestSubmitDirect(t *testing.T) {
 	if res.err != nil || len(res.events) != 1 {
 		t.Fatalf("result %+v", res)
 	}
-	last := j.last()
+	evs := j.snapshot()
+	last := evs[len(evs)-1]
 	if p, ok := last.Payload.(*events.CallStarted); !ok || p.CallID != "c4" || last.Seq != res.events[0].Seq {
 		t.Errorf("journal ends with %s %+v", last.Kind, last.Payload)
 	}
-	if seqs := j.seqs(); !slices.IsSorted(seqs) || seqs[len(seqs)-1] != uint64(len(seqs)) {
+	var seqs []uint64
+	for _, e := range evs {
+		seqs = append(seqs, e.Seq)
+	}
+	if !slices.IsSorted(seqs) || seqs[len(seqs)-1] != uint64(len(seqs)) {
 		t.Errorf("seqs %v: not 1..n in order", seqs)
 	}
 
