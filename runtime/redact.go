@@ -624,11 +624,26 @@ func isCookieName(name []byte) bool {
 }
 
 // plainValue reports whether an unquoted value is a boolean, null or
-// number: a setting, not a secret (persist-credentials: false).
+// number, or a variable reference (${GITHUB_TOKEN}, $API_KEY): a setting
+// or a name, not a secret (persist-credentials: false).
 func plainValue(v []byte) bool {
 	switch strings.ToLower(string(v)) {
 	case "true", "false", "null", "nil", "none", "yes", "no", "on", "off", "~":
 		return true
+	}
+	// ${name}, or $NAME as environment variables are named: a password
+	// that merely starts with '$' ($ecret1) is not taken for one.
+	if name, ok := bytes.CutPrefix(v, []byte("$")); ok {
+		lower := false
+		if inner, ok := bytes.CutPrefix(name, []byte("{")); ok {
+			if name, ok = bytes.CutSuffix(inner, []byte("}")); !ok {
+				return false
+			}
+			lower = true
+		}
+		return len(name) > 0 && (name[0] < '0' || name[0] > '9') && !bytes.ContainsFunc(name, func(r rune) bool {
+			return !(r == '_' || r >= 'A' && r <= 'Z' || lower && r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		})
 	}
 	for _, c := range v {
 		if c < '0' || c > '9' {
