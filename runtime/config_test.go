@@ -286,12 +286,12 @@ func TestExpand(t *testing.T) {
 // encoding of the observation, nor any warning, holds one.
 func TestConfigRedaction(t *testing.T) {
 	secrets := []string{"lit-env-S3CRET", "proc-env-S3CRET", "lit-header-S3CRET", "proc-header-S3CRET", "url-S3CRET",
-		"arg-S3CRET-1", "arg-S3CRET-2", "arg-S3CRET-3", "lit-url-S3CRET", "lit-urlpw-S3CRET"}
+		"arg-S3CRET-1", "arg-S3CRET-2", "arg-S3CRET-3", "arg-S3CRET-4", "lit-url-S3CRET", "lit-urlpw-S3CRET"}
 	ws, user := configDirs(t)
 	writeConfig(t, filepath.Join(ws, ".mcp.json"), servers(
 		`"local": {"command": "srv", "env": {"A": "lit-env-S3CRET", "B": "${PROC_ENV}"},
 		   "args": ["--api-key", "arg-S3CRET-1", "--password=arg-S3CRET-2", "--db", "postgres://u:arg-S3CRET-3@h/db",
-		            "--token", "${GH_TOKEN}", "--max-tokens", "100", "--token-file", "/run/tok"]}`,
+		            "--token", "${GH_TOKEN}", "--max-tokens", "100", "--token-file", "/run/tok", "--password", "$arg-S3CRET-4"]}`,
 		`"literal": {"url": "https://h/mcp?api_key=lit-url-S3CRET"}`,
 		`"userinfo": {"url": "https://bot:lit-urlpw-S3CRET@h/mcp"}`,
 		`"remote": {"url": "https://h/mcp?k=${K}", "env": {"K": "url-S3CRET", "T": "${PROC_HDR}"},
@@ -319,7 +319,7 @@ func TestConfigRedaction(t *testing.T) {
 	}
 	// The runtime still gets them.
 	if got := lc.Specs["local"].Args; !slices.Equal(got, []string{"--api-key", "arg-S3CRET-1", "--password=arg-S3CRET-2", "--db",
-		"postgres://u:arg-S3CRET-3@h/db", "--token", "gh-value", "--max-tokens", "100", "--token-file", "/run/tok"}) {
+		"postgres://u:arg-S3CRET-3@h/db", "--token", "gh-value", "--max-tokens", "100", "--token-file", "/run/tok", "--password", "$arg-S3CRET-4"}) {
 		t.Errorf("resolved args %q", got)
 	}
 	if got := lc.Specs["literal"].URL; got != "https://h/mcp?api_key=lit-url-S3CRET" {

@@ -112,15 +112,15 @@ func (r redactor) scrub(p events.Payload) {
 // redactArgs returns a stdio server's args as journaled: every credential
 // the patterns find replaced (--password=v, a URL's password, a token
 // format), and the argument after a flag that names a secret (--api-key
-// v, -token v) replaced whole, unless it is a variable reference (${VAR},
-// $VAR), which holds no secret itself. It returns args itself when
+// v, -token v) replaced whole, unless it is a variable reference (varRef:
+// ${VAR}, $VAR), which holds no secret itself. It returns args itself when
 // nothing changes.
 func redactArgs(args []string) []string {
 	var r redactor
 	var out []string
 	for i, a := range args {
 		v := r.redactString(a)
-		if i > 0 && secretFlag(args[i-1]) && a != "" && a[0] != '-' && a[0] != '$' {
+		if i > 0 && secretFlag(args[i-1]) && a != "" && a[0] != '-' && !varRef([]byte(a)) {
 			v = string(redactMarker([]byte(a)))
 		}
 		if v != a && out == nil {
@@ -631,19 +631,8 @@ func plainValue(v []byte) bool {
 	case "true", "false", "null", "nil", "none", "yes", "no", "on", "off", "~":
 		return true
 	}
-	// ${name}, or $NAME as environment variables are named: a password
-	// that merely starts with '$' ($ecret1) is not taken for one.
-	if name, ok := bytes.CutPrefix(v, []byte("$")); ok {
-		lower := false
-		if inner, ok := bytes.CutPrefix(name, []byte("{")); ok {
-			if name, ok = bytes.CutSuffix(inner, []byte("}")); !ok {
-				return false
-			}
-			lower = true
-		}
-		return len(name) > 0 && (name[0] < '0' || name[0] > '9') && !bytes.ContainsFunc(name, func(r rune) bool {
-			return !(r == '_' || r >= 'A' && r <= 'Z' || lower && r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-		})
+	if varRef(v) {
+		return true
 	}
 	for _, c := range v {
 		if c < '0' || c > '9' {
@@ -651,6 +640,26 @@ func plainValue(v []byte) bool {
 		}
 	}
 	return len(v) > 0
+}
+
+// varRef reports whether v is a variable reference: ${name}, or $NAME as
+// environment variables are named (a password that merely starts with
+// '$', $ecret1, is not taken for one).
+func varRef(v []byte) bool {
+	name, ok := bytes.CutPrefix(v, []byte("$"))
+	if !ok {
+		return false
+	}
+	lower := false
+	if inner, ok := bytes.CutPrefix(name, []byte("{")); ok {
+		if name, ok = bytes.CutSuffix(inner, []byte("}")); !ok {
+			return false
+		}
+		lower = true
+	}
+	return len(name) > 0 && (name[0] < '0' || name[0] > '9') && !bytes.ContainsFunc(name, func(r rune) bool {
+		return !(r == '_' || r >= 'A' && r <= 'Z' || lower && r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
 }
 
 // lineEndsAt reports whether b's line, or the quoted string the value is
