@@ -76,6 +76,14 @@ func (c *Encoder) encodePayload(e *Event) error {
 		return fmt.Errorf("encode: %w: %q", ErrUnknownKind, string(e.Kind))
 	}
 	c.buf.Reset()
+	switch p := e.Payload.(type) {
+	case *CallStarted:
+		c.buf.Write(appendCallStarted(c.buf.AvailableBuffer(), p))
+		return nil
+	case *CallFinished:
+		c.buf.Write(appendCallFinished(c.buf.AvailableBuffer(), p))
+		return nil
+	}
 	if err := c.enc.Encode(e.Payload); err != nil {
 		return fmt.Errorf("encode %s payload: %w", e.Kind, err)
 	}

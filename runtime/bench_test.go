@@ -47,6 +47,13 @@ func (l callLatencies) report(b *testing.B) {
 	b.ReportMetric(float64(s[len(s)*99/100].Nanoseconds()), "p99-ns")
 }
 
+// p50 returns the median of l (which must not be empty).
+func (l callLatencies) p50() time.Duration {
+	s := slices.Clone(l)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
 // BenchmarkCallTool measures one echo call to an in-process go-sdk server:
 //
 //   - direct: a raw go-sdk client over mcp.NewInMemoryTransports, protocol
@@ -73,6 +80,8 @@ func BenchmarkCallTool(b *testing.B) {
 	b.Run("floor=direct+2-commits", func(b *testing.B) { runBenchCalls(b, openRawCommits(b).around(directEcho(b))) })
 	b.Run("audit", func(b *testing.B) { benchManagerCalls(b, runtime.Audit) })
 	b.Run("relaxed", func(b *testing.B) { benchManagerCalls(b, runtime.Relaxed) })
+	b.Run("paired,relaxed", func(b *testing.B) { benchPairedCalls(b, runtime.Relaxed) })
+	b.Run("paired,audit", func(b *testing.B) { benchPairedCalls(b, runtime.Audit) })
 }
 
 // directEcho connects a raw go-sdk client to an in-process echo server
@@ -102,6 +111,12 @@ func directEcho(b *testing.B) func() error {
 }
 
 func benchManagerCalls(b *testing.B, d runtime.Durability) {
+	runBenchCalls(b, managerEcho(b, d))
+}
+
+// managerEcho starts a Manager with durability d over a real store.Journal
+// and the echo server in-process, and returns one echo call through it.
+func managerEcho(b *testing.B, d runtime.Durability) func() error {
 	_, adapter := openJournal(b)
 	m, err := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": echoServer("mem")},
 		Seed: 1, PingInterval: -1, Durability: d})
@@ -113,19 +128,64 @@ func benchManagerCalls(b *testing.B, d runtime.Durability) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Close()
+	b.Cleanup(func() { m.Close() })
 	if !slices.Equal(rep.Ready, []string{"mem"}) {
 		b.Fatalf("not ready: %+v", rep)
 	}
 	args := map[string]any{"message": "hello ledger"}
-	call := func() error {
+	return func() error {
 		res, err := m.CallTool(ctx, "mcp__mem__echo", args)
 		if err == nil && res.IsError {
 			err = fmt.Errorf("tool error: %+v", res.Content)
 		}
 		return err
 	}
-	runBenchCalls(b, call)
+}
+
+// benchPairedCalls runs a direct call and a call through a Manager with
+// durability d in turn, b.N pairs in one process, the order swapped every
+// pair. Both see the same heap, the same GC cycles and the same phase of a
+// noisy VM, which separate runs of direct and relaxed do not: on 2 cores
+// go-sdk's garbage (about 370 KB per call) makes the GC run every few
+// calls, and a run's p50 moves by tens of percent with it. The ratio of
+// the two p50s (ratio-p50) and their difference (added-p50-ns) are what
+// the Manager adds to one call; direct-p50-ns includes what the Manager's
+// presence in the process costs every call, which direct,journal-open
+// measures on its own.
+func benchPairedCalls(b *testing.B, d runtime.Durability) {
+	direct, managed := directEcho(b), managerEcho(b, d)
+	for range 50 {
+		if err := direct(); err != nil {
+			b.Fatal(err)
+		}
+		if err := managed(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dl, ml := make(callLatencies, b.N), make(callLatencies, b.N)
+	timed := func(call func() error, into *time.Duration) {
+		t0 := time.Now()
+		if err := call(); err != nil {
+			b.Fatal(err)
+		}
+		*into = time.Since(t0)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			timed(direct, &dl[i])
+			timed(managed, &ml[i])
+		} else {
+			timed(managed, &ml[i])
+			timed(direct, &dl[i])
+		}
+	}
+	b.StopTimer()
+	dp, mp := dl.p50(), ml.p50()
+	b.ReportMetric(float64(dp.Nanoseconds()), "direct-p50-ns")
+	b.ReportMetric(float64(mp.Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64((mp - dp).Nanoseconds()), "added-p50-ns")
+	b.ReportMetric(float64(mp)/float64(dp), "ratio-p50")
 }
 
 // runBenchCalls runs call b.N times after a short warm-up and reports ns/call
