@@ -27,27 +27,29 @@ type schemaCache struct {
 }
 
 type schemaEntry struct {
-	rs  *jsonschema.Resolved
-	err error
+	rs    *jsonschema.Resolved
+	quick *quickSchema // nil unless rs is and the schema is in the quick subset
+	err   error
 }
 
-// get returns the resolved schema for text, or the reason it cannot be
-// used. Empty text means the tool declared no schema.
-func (c *schemaCache) get(text string) (*jsonschema.Resolved, error) {
+// get returns the resolved schema for text and its quick form, or the
+// reason it cannot be used. Empty text means the tool declared no schema
+// (a zero entry).
+func (c *schemaCache) get(text string) schemaEntry {
 	if text == "" {
-		return nil, nil
+		return schemaEntry{}
 	}
 	c.mu.Lock()
 	e, ok := c.m[text]
 	c.mu.Unlock()
 	if ok {
-		return e.rs, e.err
+		return e
 	}
 	var s jsonschema.Schema
 	if err := json.Unmarshal([]byte(text), &s); err != nil {
 		e.err = fmt.Errorf("parse: %w", err)
-	} else {
-		e.rs, e.err = s.Resolve(nil)
+	} else if e.rs, e.err = s.Resolve(nil); e.err == nil {
+		e.quick = compileQuick(text)
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxSchemas {
@@ -55,7 +57,7 @@ func (c *schemaCache) get(text string) (*jsonschema.Resolved, error) {
 	}
 	c.m[text] = e
 	c.mu.Unlock()
-	return e.rs, e.err
+	return e
 }
 
 // validateArgs checks a call's arguments (JSON text) against the tool's
@@ -76,15 +78,15 @@ func validateArgs(log *slog.Logger, tool, schema string, args []byte) error {
 	if _, ok := v.(map[string]any); !ok {
 		return &ArgumentsError{Tool: tool, Reason: fmt.Sprintf("the arguments must be a JSON object, not %s", jsonKind(v))}
 	}
-	rs, err := inputSchemas.get(schema)
-	if err != nil {
-		log.Warn("input schema does not resolve; arguments are not checked locally", "tool", tool, "err", err)
+	e := inputSchemas.get(schema)
+	if e.err != nil {
+		log.Warn("input schema does not resolve; arguments are not checked locally", "tool", tool, "err", e.err)
 		return nil
 	}
-	if rs == nil {
+	if e.rs == nil || e.quick != nil && e.quick.accepts(v) {
 		return nil
 	}
-	if err := rs.Validate(v); err != nil {
+	if err := e.rs.Validate(v); err != nil {
 		field, reason := describeSchemaError(err.Error())
 		return &ArgumentsError{Tool: tool, Field: field, Reason: reason}
 	}

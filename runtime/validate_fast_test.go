@@ -1,0 +1,164 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// quickGen draws schemas in the quick subset and values near them.
+type quickGen struct{ r *rand.Rand }
+
+var quickTypes = []string{"null", "boolean", "object", "array", "number", "integer", "string"}
+
+func (g quickGen) schema(depth int) any {
+	if g.r.IntN(12) == 0 {
+		return g.r.IntN(3) != 0 // true, mostly
+	}
+	s := map[string]any{}
+	if g.r.IntN(4) != 0 {
+		if g.r.IntN(3) == 0 {
+			s["type"] = []any{quickTypes[g.r.IntN(7)], quickTypes[g.r.IntN(7)]}
+		} else {
+			s["type"] = quickTypes[g.r.IntN(7)]
+		}
+	}
+	if g.r.IntN(3) == 0 {
+		s["description"] = "d"
+	}
+	if depth < 3 && g.r.IntN(2) == 0 {
+		props := map[string]any{}
+		for i := range g.r.IntN(4) {
+			props[fmt.Sprint("p", i)] = g.schema(depth + 1)
+		}
+		s["properties"] = props
+		if g.r.IntN(2) == 0 {
+			s["required"] = []any{"p0", "p" + fmt.Sprint(g.r.IntN(5))}
+		}
+		switch g.r.IntN(3) {
+		case 0:
+			s["additionalProperties"] = false
+		case 1:
+			s["additionalProperties"] = g.schema(depth + 1)
+		}
+	}
+	if depth < 3 && g.r.IntN(4) == 0 {
+		s["items"] = g.schema(depth + 1)
+	}
+	if g.r.IntN(6) == 0 {
+		s["enum"] = []any{"a", "b"}
+	}
+	return s
+}
+
+func (g quickGen) value(depth int) any {
+	switch g.r.IntN(9) {
+	case 0:
+		return nil
+	case 1:
+		return g.r.IntN(2) == 0
+	case 2:
+		return float64(g.r.IntN(5)) // integral
+	case 3:
+		return 1.5
+	case 4:
+		return []string{"a", "b", "c"}[g.r.IntN(3)]
+	case 5, 6:
+		if depth < 4 {
+			m := map[string]any{}
+			for i := range g.r.IntN(4) {
+				m[fmt.Sprint("p", g.r.IntN(5))+[]string{"", "", "x"}[i%3]] = g.value(depth + 1)
+			}
+			return m
+		}
+	case 7, 8:
+		if depth < 4 {
+			var l []any
+			for range g.r.IntN(3) {
+				l = append(l, g.value(depth+1))
+			}
+			return l
+		}
+	}
+	return "a"
+}
+
+// TestQuickSchemaAgrees: on schemas in the quick subset, the quick check
+// accepts exactly the arguments jsonschema-go accepts (it must never
+// accept one that jsonschema-go rejects; accepting the same ones shows
+// it is used). Arguments go through JSON as a call's do.
+func TestQuickSchemaAgrees(t *testing.T) {
+	g := quickGen{rand.New(rand.NewPCG(5, 6))}
+	valid, checked := 0, 0
+	for range 3000 {
+		sb, _ := json.Marshal(g.schema(0))
+		q := compileQuick(string(sb))
+		if q == nil {
+			t.Fatalf("schema in the subset not compiled: %s", sb)
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal(sb, &s); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", sb, err)
+		}
+		for range 10 {
+			vb, _ := json.Marshal(g.value(0))
+			var v any
+			if err := json.Unmarshal(vb, &v); err != nil {
+				t.Fatal(err)
+			}
+			want := rs.Validate(v) == nil
+			if got := q.accepts(v); got != want {
+				t.Fatalf("schema %s, value %s: quick accepts=%v, jsonschema-go accepts=%v", sb, vb, got, want)
+			}
+			checked++
+			if want {
+				valid++
+			}
+		}
+	}
+	if valid < checked/10 || valid > checked*9/10 {
+		t.Fatalf("%d of %d values valid: the generator no longer tests both verdicts", valid, checked)
+	}
+}
+
+// TestQuickSchemaSubset: a schema with any keyword outside the subset, at
+// any depth, has no quick form; and where the quick check declines
+// (numbers in an enum), validateArgs still gives jsonschema-go's verdict.
+func TestQuickSchemaSubset(t *testing.T) {
+	for _, s := range []string{
+		`{"type":"object","properties":{"a":{"type":"string","minLength":2}}}`,
+		`{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{}}}`,
+		`{"type":"object","patternProperties":{"^x":{}}}`,
+		`{"type":"object","items":[{"type":"string"}]}`,
+		`{"type":"any"}`,
+		`{"type":[]}`,
+		`{"anyOf":[{"type":"string"}]}`,
+		`{"type":"object","required":"a"}`,
+		`[]`,
+	} {
+		if q := compileQuick(s); q != nil {
+			t.Errorf("%s: compiled to a quick form", s)
+		}
+	}
+	schema := `{"type":"object","properties":{"n":{"enum":[1,"one"]},"i":{"type":"integer"}},"additionalProperties":false}`
+	if compileQuick(schema) == nil {
+		t.Fatal("enum of mixed values is in the subset")
+	}
+	for args, ok := range map[string]bool{
+		`{"n":1}`: true, `{"n":1.0}`: true, `{"n":"one"}`: true, `{"n":2}`: false, `{"n":"two"}`: false,
+		`{"i":3.0}`: true, `{"i":3.5}`: false, `{"x":1}`: false, `{}`: true,
+	} {
+		err := validateArgs(slog.New(slog.DiscardHandler), "t", schema, []byte(args))
+		if (err == nil) != ok {
+			t.Errorf("%s: err = %v, want valid=%v", args, err, ok)
+		}
+	}
+}
