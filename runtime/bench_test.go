@@ -68,15 +68,23 @@ func (l callLatencies) p50() time.Duration {
 //     4 MB minimum heap goal, so it runs more often and the same raw
 //     calls are slower. It separates that effect from the Manager's own
 //     work in audit and relaxed, which have such a journal open too;
+//   - direct,manager-open: direct, with a started Relaxed Manager (the
+//     journal, the echo server in-process) idle in the process: what the
+//     Manager's resident memory costs every call of the process, through
+//     the same GC effect;
 //   - audit, relaxed: through Manager.CallTool with that Durability, the
 //     server registered as Options.InProcess and the journal a real bbolt
 //     store.Journal (fsync on) in b.TempDir().
 //
 // Each reports ns/call (mean) and p50-ns/p99-ns of the per-call latencies.
 // Targets (at p50): relaxed ≤ 1.3 × direct; audit ≤ direct + 1 ms.
+//
+// paired,relaxed and paired,audit (benchPairedCalls) time a direct call and
+// a Manager call in turn, in one process, and report the difference.
 func BenchmarkCallTool(b *testing.B) {
 	b.Run("direct", func(b *testing.B) { runBenchCalls(b, directEcho(b)) })
 	b.Run("direct,journal-open", func(b *testing.B) { openJournal(b); runBenchCalls(b, directEcho(b)) })
+	b.Run("direct,manager-open", func(b *testing.B) { managerEcho(b, runtime.Relaxed); runBenchCalls(b, directEcho(b)) })
 	b.Run("floor=direct+2-commits", func(b *testing.B) { runBenchCalls(b, openRawCommits(b).around(directEcho(b))) })
 	b.Run("audit", func(b *testing.B) { benchManagerCalls(b, runtime.Audit) })
 	b.Run("relaxed", func(b *testing.B) { benchManagerCalls(b, runtime.Relaxed) })
