@@ -50,7 +50,17 @@ func (g quickGen) schema(depth int) any {
 		s["items"] = g.schema(depth + 1)
 	}
 	if g.r.IntN(6) == 0 {
-		s["enum"] = []any{"a", "b"}
+		s["enum"] = []any{"a", "b", "ééé"}
+	}
+	for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} {
+		if g.r.IntN(8) == 0 {
+			s[k] = []float64{0, 1, 1.5, 3, -1}[g.r.IntN(5)]
+		}
+	}
+	for _, k := range []string{"minLength", "maxLength", "minItems", "maxItems"} {
+		if g.r.IntN(8) == 0 {
+			s[k] = g.r.IntN(4)
+		}
 	}
 	return s
 }
@@ -64,9 +74,9 @@ func (g quickGen) value(depth int) any {
 	case 2:
 		return float64(g.r.IntN(5)) // integral
 	case 3:
-		return 1.5
+		return []float64{1.5, -1, 0.5, 3.0000001}[g.r.IntN(4)]
 	case 4:
-		return []string{"a", "b", "c"}[g.r.IntN(3)]
+		return []string{"a", "b", "c", "", "ab", "abc", "ééé", "éé"}[g.r.IntN(8)]
 	case 5, 6:
 		if depth < 4 {
 			m := map[string]any{}
@@ -130,11 +140,16 @@ func TestQuickSchemaAgrees(t *testing.T) {
 }
 
 // TestQuickSchemaSubset: a schema with any keyword outside the subset, at
-// any depth, has no quick form; and where the quick check declines
-// (numbers in an enum), validateArgs still gives jsonschema-go's verdict.
+// any depth, has no quick form; a real server's schemas do; and where the
+// quick check declines (numbers in an enum), validateArgs still gives
+// jsonschema-go's verdict.
 func TestQuickSchemaSubset(t *testing.T) {
 	for _, s := range []string{
-		`{"type":"object","properties":{"a":{"type":"string","minLength":2}}}`,
+		`{"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}}`,
+		`{"type":"object","properties":{"a":{"type":"number","multipleOf":2}}}`,
+		`{"type":"string","minLength":1.5}`,
+		`{"type":"string","maxLength":-1}`,
+		`{"type":"number","minimum":"1"}`,
 		`{"type":"object","properties":{"a":{"$ref":"#/$defs/x"}},"$defs":{"x":{}}}`,
 		`{"type":"object","patternProperties":{"^x":{}}}`,
 		`{"type":"object","items":[{"type":"string"}]}`,
@@ -146,6 +161,19 @@ func TestQuickSchemaSubset(t *testing.T) {
 	} {
 		if q := compileQuick(s); q != nil {
 			t.Errorf("%s: compiled to a quick form", s)
+		}
+	}
+	// Input schemas of server-everything 2026.8.31 (the interop peer), as
+	// its tools/list gives them: each has a quick form.
+	for _, s := range []string{
+		`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"message":{"description":"Message to echo","type":"string"}},"required":["message"],"type":"object"}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"count":{"default":3,"description":"Number of resource links to return (1-10)","maximum":10,"minimum":1,"type":"number"}},"type":"object"}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"resourceId":{"default":1,"description":"ID of the text resource to fetch","type":"number"},"resourceType":{"default":"Text","enum":["Text","Blob"],"type":"string"}},"type":"object"}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"ambiguous":{"default":false,"description":"Simulate an ambiguous query that requires clarification (triggers input_required status)","type":"boolean"},"topic":{"description":"The research topic to investigate","type":"string"}},"required":["topic"],"type":"object"}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{},"type":"object"}`,
+	} {
+		if compileQuick(s) == nil {
+			t.Errorf("no quick form for %s", s)
 		}
 	}
 	schema := `{"type":"object","properties":{"n":{"enum":[1,"one"]},"i":{"type":"integer"}},"additionalProperties":false}`
