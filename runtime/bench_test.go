@@ -158,7 +158,7 @@ func managerEcho(b *testing.B, d runtime.Durability) func() error {
 // calls, and a run's p50 moves by tens of percent with it. The ratio of
 // the two p50s (ratio-p50) and their difference (added-p50-ns) are what
 // the Manager adds to one call; direct-p50-ns includes what the Manager's
-// presence in the process costs every call, which direct,journal-open
+// presence in the process costs every call, which direct,manager-open
 // measures on its own.
 func benchPairedCalls(b *testing.B, d runtime.Durability) {
 	direct, managed := directEcho(b), managerEcho(b, d)
