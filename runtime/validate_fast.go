@@ -39,8 +39,8 @@ var jsonTypeBits = map[string]uint8{"null": jtNull, "boolean": jtBoolean, "objec
 
 // quickSchema is a schema in the subset the quick check understands.
 type quickSchema struct {
-	never      bool   // the schema false
-	types      uint8  // allowed types; 0: any
+	never      bool  // the schema false
+	types      uint8 // allowed types; 0: any
 	props      map[string]*quickSchema
 	required   []string
 	extra      *quickSchema // additionalProperties; nil: any
@@ -51,7 +51,7 @@ type quickSchema struct {
 	// lengths in code points to strings, item counts to arrays. A nil
 	// bound or a negative count is absent.
 	minimum, maximum, exclusiveMinimum, exclusiveMaximum *float64
-	minLength, maxLength, minItems, maxItems           int
+	minLength, maxLength, minItems, maxItems             int
 }
 
 // quickAnnotations are keywords that do not affect validation.
