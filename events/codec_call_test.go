@@ -117,3 +117,34 @@ func TestCallPayloadsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCallPayloads: the hand encoders agree with msgpack's reflection on
+// arbitrary strings (any bytes, any length) and integers.
+func FuzzCallPayloads(f *testing.F) {
+	f.Add("019a5b7e", "echo", `{"message":"hi"}`, "sha256:ab", int64(26), int64(-1), uint8(0xff))
+	f.Add("", "", "", "", int64(0), int64(math.MinInt64), uint8(0))
+	f.Fuzz(func(t *testing.T, a, b, c, d string, n, m int64, flags uint8) {
+		on := func(bit int) bool { return flags&(1<<bit) != 0 }
+		pick := func(bit int, s string) string {
+			if on(bit) {
+				return s
+			}
+			return ""
+		}
+		blob := Blob{Text: pick(0, c), Size: n, SHA256: pick(1, d), Truncated: on(2)}
+		st := &CallStarted{CallID: a, Tool: b, Name: pick(3, c), Args: blob, Caller: pick(4, d), Policy: pick(5, a),
+			ApprovedBy: pick(6, b), DefHash: pick(7, d), Attempt: int(m), RetryOf: pick(3, b)}
+		var sig []string
+		if on(4) {
+			sig = []string{a, b, c, d}
+		}
+		fin := &CallFinished{CallID: a, Outcome: b, Error: pick(5, c), Result: blob, DurationNs: m, Signals: sig,
+			RenderedChars: n, CutChars: m, Retrying: on(6)}
+		if got, want := appendCallStarted(nil, st), reflectPayload(t, st); !bytes.Equal(got, want) {
+			t.Fatalf("call.started %+v: hand %x, reflection %x", st, got, want)
+		}
+		if got, want := appendCallFinished(nil, fin), reflectPayload(t, fin); !bytes.Equal(got, want) {
+			t.Fatalf("call.finished %+v: hand %x, reflection %x", fin, got, want)
+		}
+	})
+}

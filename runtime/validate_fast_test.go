@@ -190,3 +190,35 @@ func TestQuickSchemaSubset(t *testing.T) {
 		}
 	}
 }
+
+// FuzzQuickSchema: for any schema the quick check compiles and any
+// arguments, it never accepts what jsonschema-go rejects.
+func FuzzQuickSchema(f *testing.F) {
+	f.Add(`{"type":"object","properties":{"a":{"type":"integer","minimum":1}},"required":["a"]}`, `{"a":1}`)
+	f.Add(`{"type":"array","items":{"type":"string","maxLength":2},"maxItems":1}`, `["éé"]`)
+	f.Add(`{"properties":{"e":{"enum":["x",1]}},"additionalProperties":{"type":"null"}}`, `{"e":"x","z":null}`)
+	f.Add(`{"type":["number","null"],"exclusiveMaximum":2}`, `1.999`)
+	f.Fuzz(func(t *testing.T, schema, args string) {
+		q := compileQuick(schema)
+		if q == nil {
+			return
+		}
+		var s jsonschema.Schema
+		if json.Unmarshal([]byte(schema), &s) != nil {
+			return // validateArgs does not validate against it at all
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			return
+		}
+		var v any
+		if json.Unmarshal([]byte(args), &v) != nil {
+			return
+		}
+		if q.accepts(v) {
+			if err := rs.Validate(v); err != nil {
+				t.Fatalf("schema %s, arguments %s: quick check accepts, jsonschema-go: %v", schema, args, err)
+			}
+		}
+	})
+}
