@@ -62,8 +62,9 @@ func (c *schemaCache) get(text string) schemaEntry {
 
 // validateArgs checks a call's arguments (JSON text) against the tool's
 // input schema with github.com/google/jsonschema-go, the validator go-sdk
-// itself uses. It returns an *ArgumentsError naming the field and why, or
-// nil. A schema that does not resolve (a dangling $ref, say) is not
+// itself uses; arguments that the schema's quick form (validate_fast.go)
+// accepts skip it. It returns an *ArgumentsError naming the field and
+// why, or nil. A schema that does not resolve (a dangling $ref, say) is not
 // checked locally: the server remains the judge of its own schema, and
 // the call is not refused for mcpledger's sake.
 func (m *Manager) validateArgs(tool, schema string, args []byte) error {
