@@ -30,6 +30,12 @@ type conn struct {
 	relist  chan string // coalesced re-list requests (the trigger)
 	ready   chan struct{}
 	reaped  chan struct{} // closed once a stdio process's exit is reported
+	// handshook is closed once Connect has returned and a failure of it,
+	// if any, has been reported. A stdio exit is reported only after
+	// that: when the handshake times out, go-sdk closes the server's
+	// stdin and the server exits 0, and the journal must name the
+	// timeout as the cause, not the exit.
+	handshook chan struct{}
 
 	mu       sync.Mutex
 	proc     *process
@@ -46,7 +52,7 @@ type conn struct {
 func newConn(m *Manager, server string, attempt int, spec ServerSpec) *conn {
 	ctx, cancel := context.WithCancel(m.ctx)
 	return &conn{m: m, server: server, attempt: attempt, spec: spec, red: newRedactor(spec.secrets()), ctx: ctx, cancel: cancel,
-		relist: make(chan string, 1), ready: make(chan struct{}), reaped: make(chan struct{})}
+		relist: make(chan string, 1), ready: make(chan struct{}), reaped: make(chan struct{}), handshook: make(chan struct{})}
 }
 
 // session returns the live client session, or nil.
@@ -87,6 +93,7 @@ func (c *conn) run() {
 	transport, err := c.open()
 	if err != nil {
 		c.fail("spawn", err)
+		close(c.handshook)
 		return
 	}
 	// A gateway (Options.Gateway, nil without one) adds sampling and
@@ -113,13 +120,18 @@ func (c *conn) run() {
 	}
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: c.protocolVersion()})
 	cancel()
+	if m.afterConnect != nil {
+		m.afterConnect(err)
+	}
 	if err != nil {
 		if c.spec.Config.Transport == events.TransportSSE && errors.Is(c.ctx.Err(), context.Canceled) && !c.isStopping() {
 			err = fmt.Errorf("initialize: %w", context.DeadlineExceeded)
 		}
 		c.fail("handshake", err)
+		close(c.handshook)
 		return
 	}
+	close(c.handshook)
 	c.mu.Lock()
 	c.cs = cs
 	stopping := c.stopping
@@ -282,6 +294,11 @@ func (c *conn) fail(phase string, err error) {
 		}
 	}
 	c.m.observe(c, &events.ConnectFailed{Attempt: c.attempt, Phase: phase, Error: classifyConnect(phase, err)})
+	if p != nil {
+		// The attempt's failure is reported: the process's exit, which
+		// our closing its stdin may cause, is a consequence.
+		p.markExpected()
+	}
 }
 
 // reap waits for the stdio process and reports its exit.
@@ -290,6 +307,10 @@ func (c *conn) reap() {
 	p := c.proc
 	c.mu.Unlock()
 	p.wait()
+	select { // a failed handshake is reported first (see handshook)
+	case <-c.handshook:
+	case <-c.ctx.Done():
+	}
 	code, sig := p.exitStatus()
 	c.m.observe(c, &events.ProcessExited{Attempt: c.attempt, PID: p.pid, ExitCode: code, Signal: sig,
 		StderrTail: p.tail.Lines(), Expected: p.isExpected() || c.isStopping()})

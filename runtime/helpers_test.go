@@ -2,7 +2,9 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -66,6 +68,16 @@ func kinds(evs []events.Event, server string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// dumpEvents renders evs one per line, payloads included, for a failing
+// test's message.
+func dumpEvents(evs []events.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "  %d %s %s %+v\n", e.Seq, e.Server, e.Kind, e.Payload)
+	}
+	return b.String()
 }
 
 // inOrder reports whether want occurs in got as a subsequence (other

@@ -33,6 +33,10 @@ type Manager struct {
 	// teardown counts connections being shut down, so Close can wait for
 	// their last observations (the exit of a stopped process).
 	teardown sync.WaitGroup
+	// afterConnect, nil outside tests, runs when a connection's Connect
+	// returns (export_test.go): it widens races between a conn's own
+	// goroutines so tests can pin their outcome.
+	afterConnect func(error)
 
 	inbox    chan *request
 	loopDone chan struct{}

@@ -184,35 +184,62 @@ func TestStdioCrashOnStartEndsFailedWithStderr(t *testing.T) {
 }
 
 func TestStdioHangInInitializeTimesOut(t *testing.T) {
-	bin := runtimetest.BuildServer(t)
-	j, adapter := openJournal(t)
-	c, s := stdio("hang", bin, nil, "MCPTEST_HANG_INITIALIZE=1")
-	o := fastOpts(configOf(c, s))
-	o.StartupTimeout = 300 * time.Millisecond
-	o.Decider.MaxAttempts = 1
-	m, _ := runtime.New(adapter, o)
-	if _, err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, m, "hang failed", func(v *runtime.View) bool { return state(v, "hang").State == events.StateFailed })
-	pid := 0
-	var timeouts int
-	for _, e := range sessionEvents(t, j, m.Session()) {
-		switch p := e.Payload.(type) {
-		case *events.ConnectFailed:
-			if p.Error.Class == events.ErrTimeout {
-				timeouts++
+	// When the handshake times out, go-sdk closes the server's stdin and
+	// the server (like most) exits 0 at EOF. That exit must not be taken
+	// for the cause. "exit-first" holds the connection's report back so
+	// the exit is reaped first: under load that order happened by itself
+	// and the journal said "exited with code 0" instead of the timeout.
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+	}{{"plain", 0}, {"exit-first", 300 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := runtimetest.BuildServer(t)
+			j, adapter := openJournal(t)
+			c, s := stdio("hang", bin, nil, "MCPTEST_HANG_INITIALIZE=1")
+			o := fastOpts(configOf(c, s))
+			o.StartupTimeout = 300 * time.Millisecond
+			o.Decider.MaxAttempts = 1
+			m, _ := runtime.New(adapter, o)
+			if tc.delay > 0 {
+				runtime.SetAfterConnect(m, func(err error) {
+					if err != nil {
+						time.Sleep(tc.delay)
+					}
+				})
 			}
-		case *events.ProcessSpawned:
-			pid = p.PID
-		}
-	}
-	if timeouts == 0 {
-		t.Error("no connect.failed with class timeout")
-	}
-	m.Close()
-	if left := runtimetest.WaitGone(context.Background(), []int{pid}); len(left) > 0 {
-		t.Errorf("hung server survived: %v", left)
+			if _, err := m.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			v := waitFor(t, m, "hang failed", func(v *runtime.View) bool { return state(v, "hang").State == events.StateFailed })
+			pid := 0
+			var timeouts int
+			evs := sessionEvents(t, j, m.Session())
+			for _, e := range evs {
+				switch p := e.Payload.(type) {
+				case *events.ConnectFailed:
+					if p.Error.Class == events.ErrTimeout {
+						timeouts++
+					}
+				case *events.ProcessSpawned:
+					pid = p.PID
+				case *events.ProcessExited:
+					if !p.Expected {
+						t.Errorf("the exit after the timeout is journaled as unexpected: %+v", p)
+					}
+				}
+			}
+			if timeouts == 0 {
+				t.Errorf("no connect.failed with class timeout; the session's events:\n%s", dumpEvents(evs))
+			}
+			if st := state(v, "hang"); !strings.Contains(st.Error, "deadline exceeded") {
+				t.Errorf("status error %q, want the handshake's deadline", st.Error)
+			}
+			m.Close()
+			if left := runtimetest.WaitGone(context.Background(), []int{pid}); len(left) > 0 {
+				t.Errorf("hung server survived: %v", left)
+			}
+		})
 	}
 }
 
