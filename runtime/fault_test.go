@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -743,7 +744,12 @@ func faultRows() []faultRow {
 			// server reconnected and its tools re-listed.
 			name: "http_session_lost",
 			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
-				url, cmd := runtimetest.StartHTTP(f.t, f.bin, nil)
+				// The restart reuses the port: one below the ephemeral
+				// range, which no dial can take while the server is down.
+				url, cmd, err := startHTTPOn(f.t, f.bin, runtimetest.AddrOutsideEphemeral(f.t))
+				if err != nil {
+					f.t.Fatal(err)
+				}
 				f.groups = append(f.groups, cmd.Process.Pid)
 				return remote("bad", events.TransportHTTP, url, nil)
 			},
@@ -757,7 +763,9 @@ func faultRows() []faultRow {
 				addr := strings.TrimPrefix(strings.TrimSuffix(endpointOf(t, f), "/mcp"), "http://")
 				_ = syscall.Kill(-f.groups[0], syscall.SIGKILL)
 				runtimetest.WaitGone(t.Context(), []int{f.groups[0]})
-				runtimetest.StartHTTP(t, f.bin, nil, "-http", addr)
+				if _, _, err := startHTTPOn(t, f.bin, addr); err != nil {
+					t.Fatal(err)
+				}
 				st := f.waitBad("bad reconnected", func(s projections.ServerStatus) bool {
 					return s.State == events.StateReady && s.Attempt > first.Attempt
 				})
@@ -778,6 +786,21 @@ func faultRows() []faultRow {
 				t.Logf("events of bad: %s", strings.Join(kinds(evs, "bad"), " "))
 			},
 		},
+	}
+}
+
+// startHTTPOn starts the test server over Streamable HTTP on addr. While
+// the port is still in use (sockets of a server just killed, closing) it
+// retries for up to 5 s, as a restarted server would have to.
+func startHTTPOn(t *testing.T, bin, addr string) (string, *exec.Cmd, error) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		url, cmd, err := runtimetest.TryStartHTTP(t, bin, nil, "-http", addr)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			return url, cmd, err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -73,8 +73,17 @@ func TestHTTPTransports(t *testing.T) {
 func TestHTTPServerDiesThenComesBack(t *testing.T) {
 	srv := echoServer("web")
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(h)
-	addr := ts.Listener.Addr().String()
+	// The server comes back on the same address: a port below the
+	// ephemeral range, which no dial can take while it is down.
+	addr := runtimetest.AddrOutsideEphemeral(t)
+	ts := httptest.NewUnstartedServer(h)
+	ts.Listener.Close()
+	ln, err := rebind(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Listener = ln
+	ts.Start()
 	c, s := remote("web", events.TransportHTTP, ts.URL, nil)
 	_, adapter := openJournal(t)
 	o := fastOpts(configOf(c, s))
@@ -93,11 +102,10 @@ func TestHTTPServerDiesThenComesBack(t *testing.T) {
 	})
 	// Same address, fresh server: the old MCP session is gone there.
 	ts2 := httptest.NewUnstartedServer(h)
-	ln, err := listenOn(addr)
-	if err != nil {
-		t.Skipf("cannot rebind %s: %v", addr, err)
+	ts2.Listener.Close()
+	if ts2.Listener, err = rebind(addr); err != nil {
+		t.Fatal(err)
 	}
-	ts2.Listener = ln
 	ts2.Start()
 	defer ts2.Close()
 	waitFor(t, m, "web ready again", func(v *runtime.View) bool {

@@ -68,7 +68,12 @@ func TestSoak(t *testing.T) {
 	httpAddr, httpPID := map[string]string{}, map[string]int{}
 	for i := range nHTTP {
 		name := fmt.Sprintf("h%d", i)
-		url, cmd := runtimetest.StartHTTP(t, bin, nil)
+		// Restarts reuse the address: a port below the ephemeral range,
+		// which no dial can take while its server is down.
+		url, cmd, err := startHTTPOn(t, bin, runtimetest.AddrOutsideEphemeral(t))
+		if err != nil {
+			t.Fatal(err)
+		}
 		httpAddr[name] = strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
 		httpPID[name] = cmd.Process.Pid
 		c, s := remote(name, events.TransportHTTP, url, nil)
@@ -201,7 +206,11 @@ func TestSoak(t *testing.T) {
 			name := fmt.Sprintf("h%d", i%nHTTP)
 			_ = syscall.Kill(-httpPID[name], syscall.SIGKILL)
 			runtimetest.WaitGone(context.Background(), []int{httpPID[name]})
-			_, cmd := runtimetest.StartHTTP(t, bin, nil, "-http", httpAddr[name])
+			_, cmd, err := startHTTPOn(t, bin, httpAddr[name])
+			if err != nil {
+				t.Error(err) // not Fatal: this is not the test's goroutine
+				return
+			}
 			httpPID[name] = cmd.Process.Pid
 			httpRestarts.Add(1)
 		}

@@ -1,9 +1,13 @@
 package runtimetest
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,8 +36,22 @@ const listeningPrefix = "mcptest: listening on "
 // cmd.Process.Pid.
 func StartHTTP(tb testing.TB, bin string, env []string, extraArgs ...string) (url string, cmd *exec.Cmd) {
 	tb.Helper()
+	url, cmd, err := TryStartHTTP(tb, bin, env, extraArgs...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return url, cmd
+}
+
+// TryStartHTTP is StartHTTP, but a server that exits before it listens (a
+// port still in use, say) is returned as an error carrying its stderr
+// instead of failing tb. Its cleanup is registered either way.
+func TryStartHTTP(tb testing.TB, bin string, env []string, extraArgs ...string) (string, *exec.Cmd, error) {
+	tb.Helper()
 	args := append([]string{"-http", "127.0.0.1:0"}, extraArgs...)
-	cmd = exec.Command(bin, args...)
+	// The cleanup below keeps cmd: it must not be a result, which the
+	// error returns set to nil.
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 2 * time.Second
@@ -48,7 +66,7 @@ func StartHTTP(tb testing.TB, bin string, env []string, extraArgs ...string) (ur
 	}}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("runtimetest: starting %s: %v", bin, err)
+		return "", nil, fmt.Errorf("runtimetest: starting %s: %w", bin, err)
 	}
 	exited := make(chan struct{})
 	var waitErr error
@@ -71,11 +89,44 @@ func StartHTTP(tb testing.TB, bin string, env []string, extraArgs ...string) (ur
 		if slices.Contains(extraArgs, "-sse") || slices.Contains(extraArgs, "--sse") {
 			path = "/sse"
 		}
-		return "http://" + a + path, cmd
+		return "http://" + a + path, cmd, nil
 	case <-exited:
-		tb.Fatalf("runtimetest: HTTP server exited before listening (%v); stderr:\n%s", waitErr, trimLog(stderr.String(), 4096))
+		return "", nil, fmt.Errorf("runtimetest: HTTP server exited before listening (%v); stderr:\n%s", waitErr, trimLog(stderr.String(), 4096))
 	case <-timer.C:
-		tb.Fatalf("runtimetest: HTTP server did not report %q within 10s; stderr:\n%s", listeningPrefix+"ADDR", trimLog(stderr.String(), 4096))
+		return "", nil, fmt.Errorf("runtimetest: HTTP server did not report %q within 10s; stderr:\n%s", listeningPrefix+"ADDR", trimLog(stderr.String(), 4096))
 	}
-	return "", nil
+}
+
+// AddrOutsideEphemeral returns a free 127.0.0.1 address whose port lies
+// below the kernel's ephemeral range (net.ipv4.ip_local_port_range), for a
+// test that restarts a server on the same address. A port the kernel
+// picked (port 0) is ephemeral: once its server is killed, any socket's
+// dial may take it as its local port, and the restarted server's bind
+// then fails with "address already in use". Below the range, only a
+// listener asking for it by number can.
+func AddrOutsideEphemeral(tb testing.TB) string {
+	tb.Helper()
+	low := 32768 // Linux's default when the range cannot be read
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	from := max(1024, low-16384)
+	if low-from < 64 {
+		tb.Skipf("runtimetest: the ephemeral range starts at %d: no room below it", low)
+	}
+	for range 100 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(from+rand.IntN(low-from)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		_ = ln.Close()
+		return addr
+	}
+	tb.Fatalf("runtimetest: no free port in [%d, %d) after 100 tries", from, low)
+	return ""
 }
