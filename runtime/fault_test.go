@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -786,21 +785,6 @@ func faultRows() []faultRow {
 				t.Logf("events of bad: %s", strings.Join(kinds(evs, "bad"), " "))
 			},
 		},
-	}
-}
-
-// startHTTPOn starts the test server over Streamable HTTP on addr. While
-// the port is still in use (sockets of a server just killed, closing) it
-// retries for up to 5 s, as a restarted server would have to.
-func startHTTPOn(t *testing.T, bin, addr string) (string, *exec.Cmd, error) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		url, cmd, err := runtimetest.TryStartHTTP(t, bin, nil, "-http", addr)
-		if err == nil || !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
-			return url, cmd, err
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
