@@ -153,6 +153,7 @@ func TestJournalFailureIsSticky(t *testing.T) {
 		{"Reconnect", func() error { return m.Reconnect(ctx, "mem") }},
 		{"ReconnectFailed", func() error { return m.ReconnectFailed(ctx) }},
 		{"Reload", func() error { return m.Reload(ctx) }},
+		{"Refresh", func() error { return m.Refresh(ctx, "mem") }},
 		{"Approve", func() error { return m.Approve(ctx, "mem", "test") }},
 		{"Reject", func() error { return m.Reject(ctx, "mem", "test") }},
 	} {
