@@ -39,7 +39,13 @@ func (m *Manager) Reload(ctx context.Context) error {
 // Refresh re-lists a ready server's tools now.
 func (m *Manager) Refresh(ctx context.Context, name string) error {
 	var found, ready bool
+	var broken error
 	if !m.onLoop(ctx, func() {
+		// A broken journal could not record the new list: refuse, like
+		// every other command.
+		if broken = m.broken; broken != nil {
+			return
+		}
 		_, found = m.state.Server(name)
 		if c := m.conns[name]; c != nil && m.view.Load().live[name] == c {
 			ready = true
@@ -49,6 +55,8 @@ func (m *Manager) Refresh(ctx context.Context, name string) error {
 		return ErrShuttingDown
 	}
 	switch {
+	case broken != nil:
+		return fmt.Errorf("%w: %w", ErrJournal, broken)
 	case !found:
 		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
 	case !ready:
