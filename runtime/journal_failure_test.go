@@ -95,11 +95,10 @@ func toolsCallCounter(server *mcp.Server) *atomic.Int64 {
 	return n
 }
 
-// startFaulty starts a Manager (Audit durability, the default) supervising
-// the in-process echo server "mem" on a faultJournal over a real journal.
-// It returns the manager, the journal, and mem's count of tools/call
-// requests.
-func startFaulty(t *testing.T) (*runtime.Manager, *faultJournal, *atomic.Int64) {
+// startFaulty starts a Manager with durability d supervising the
+// in-process echo server "mem" on a faultJournal over a real journal. It
+// returns the manager, the journal, and mem's count of tools/call requests.
+func startFaulty(t *testing.T, d runtime.Durability) (*runtime.Manager, *faultJournal, *atomic.Int64) {
 	t.Helper()
 	_, adapter := openJournal(t)
 	fj := &faultJournal{Journal: adapter}
@@ -107,6 +106,7 @@ func startFaulty(t *testing.T) (*runtime.Manager, *faultJournal, *atomic.Int64) 
 	calls := toolsCallCounter(srv)
 	opts := fastOpts(configOf())
 	opts.InProcess = map[string]*mcp.Server{"mem": srv}
+	opts.Durability = d
 	m, err := runtime.New(fj, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -129,9 +129,16 @@ func isJournalErr(err error) bool {
 // every later command and call with that journal error, although the
 // journal would accept the next append: it cannot know which decisions
 // reached the disk, so it builds on none of them. Nothing more is
-// appended, and no refused call reaches the server.
+// appended, and no refused call reaches the server, in either durability:
+// a relaxed call, whose records are only queued, is refused too.
 func TestJournalFailureIsSticky(t *testing.T) {
-	m, fj, calls := startFaulty(t)
+	for name, d := range map[string]runtime.Durability{"audit": runtime.Audit, "relaxed": runtime.Relaxed} {
+		t.Run(name, func(t *testing.T) { testJournalFailureIsSticky(t, d) })
+	}
+}
+
+func testJournalFailureIsSticky(t *testing.T, d runtime.Durability) {
+	m, fj, calls := startFaulty(t, d)
 	ctx := t.Context()
 
 	fj.failOn(events.KindStopRequested)
@@ -177,7 +184,7 @@ func TestJournalFailureIsSticky(t *testing.T) {
 // fails the server never sees the call and the caller gets the journal
 // error.
 func TestAuditedCallNotSentWhenStartNotJournaled(t *testing.T) {
-	m, fj, calls := startFaulty(t)
+	m, fj, calls := startFaulty(t, runtime.Audit)
 	ctx := t.Context()
 
 	if r, err := m.CallTool(ctx, "mcp__mem__echo", map[string]any{"message": "first"}); err != nil || textOf(t, r) != "first" {

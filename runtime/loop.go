@@ -39,6 +39,9 @@ func (m *Manager) submit(ctx context.Context, server string, p events.Payload, d
 		if !m.started.Load() {
 			return result{}, ErrNotStarted
 		}
+		if err := m.journalErr.Load(); err != nil { // the loop would drop r unrecorded
+			return result{}, fmt.Errorf("%w: %w", ErrJournal, *err)
+		}
 		m.queued.Add(1)
 		select {
 		case m.inbox <- r:
@@ -284,6 +287,7 @@ func (m *Manager) process(batch []*request) {
 		}
 		if err != nil {
 			m.broken = err
+			m.journalErr.Store(&err)
 			m.log.Error("journal append failed; admitting no new work", "err", err)
 			for _, r := range batch {
 				if r.reply != nil {

@@ -68,6 +68,10 @@ type Manager struct {
 	// reading (see setCallSettings).
 	callSettings atomic.Pointer[map[string]CallSettings]
 
+	// journalErr is broken, readable without procMu: relaxed call records
+	// are only queued, so their callers check it before sending (see submit).
+	journalErr atomic.Pointer[error]
+
 	// Owned by the holder of procMu (the loop goroutine, or a direct
 	// submitter).
 	state     fsm.State
