@@ -63,10 +63,10 @@ func VerifyEvents(evs []events.Event) error {
 func compare(in events.Event, recorded, decided []events.Event) error {
 	n := max(len(recorded), len(decided))
 	for k := 0; k < n; k++ {
-		switch {
-		case k >= len(decided):
+		if k >= len(decided) {
 			return &MismatchError{Kind: Missing, Input: in, Seq: recorded[k].Seq, Recorded: &recorded[k]}
-		case k >= len(recorded):
+		}
+		if k >= len(recorded) {
 			seq := in.Seq + uint64(k) + 1
 			d := decided[k]
 			d.Seq = seq

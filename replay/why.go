@@ -129,12 +129,13 @@ func approvalReason(snap *Snapshot, server string, c events.ServerConfig) Reason
 		}
 	}
 	a := c.Approval
-	switch {
-	case a.Hash == c.Hash && a.Decision == events.DecisionApprove:
+	if a.Hash == c.Hash && a.Decision == events.DecisionApprove {
 		return Reason{Seq: seq, Text: fmt.Sprintf("approved by %s for config %s", a.By, events.ShortHash(c.Hash))}
-	case a.Hash == c.Hash && a.Decision == events.DecisionReject:
+	}
+	if a.Hash == c.Hash && a.Decision == events.DecisionReject {
 		return Reason{Seq: seq, Text: fmt.Sprintf("rejected by %s for config %s", a.By, events.ShortHash(c.Hash))}
-	case a.Decision != "":
+	}
+	if a.Decision != "" {
 		return Reason{Seq: seq, Text: fmt.Sprintf("pending approval: the last decision (%s by %s) was for config %s, now %s; changed: %s",
 			a.Decision, a.By, events.ShortHash(a.Hash), events.ShortHash(c.Hash), strings.Join(a.Changed, ", "))}
 	}
@@ -146,26 +147,26 @@ func lastTransition(evs []events.Event, server string) uint64 {
 }
 
 func lastEvent(evs []events.Event, server string, k events.Kind) uint64 {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Kind == k && (server == "" || evs[i].Server == server) {
-			return evs[i].Seq
+	for _, e := range slices.Backward(evs) {
+		if e.Kind == k && (server == "" || e.Server == server) {
+			return e.Seq
 		}
 	}
 	return 0
 }
 
 func lastAdmission(evs []events.Event, server string) (uint64, *events.AdmissionDecided) {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if a, ok := evs[i].Payload.(*events.AdmissionDecided); ok && evs[i].Server == server {
-			return evs[i].Seq, a
+	for _, e := range slices.Backward(evs) {
+		if a, ok := e.Payload.(*events.AdmissionDecided); ok && e.Server == server {
+			return e.Seq, a
 		}
 	}
 	return 0, nil
 }
 
 func listed(evs []events.Event, server, tool string) bool {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if p, ok := evs[i].Payload.(*events.ToolsListed); ok && evs[i].Server == server {
+	for _, e := range slices.Backward(evs) {
+		if p, ok := e.Payload.(*events.ToolsListed); ok && e.Server == server {
 			return slices.ContainsFunc(p.Tools, func(t events.Tool) bool { return t.Name == tool })
 		}
 	}
