@@ -99,26 +99,22 @@ func paren(s string) string {
 	return " (" + s + ")"
 }
 
-// serverOf finds the configured server a catalog name belongs to, and the
-// server's own tool name.
+// serverOf finds the configured server a catalog name belongs to ("" if
+// none), and the server's own tool name: the server whose name, spelled as
+// catalog names spell it, is the longest prefix of the name.
 func serverOf(snap *Snapshot, tool string) (string, string) {
 	rest, ok := strings.CutPrefix(tool, projections.ToolNamePrefix)
 	if !ok {
 		return "", ""
 	}
-	best := ""
+	best, bestPrefix := "", ""
 	for _, name := range snap.State.Names() {
-		p := projections.ToolName(name, "x")
-		p = strings.TrimSuffix(strings.TrimPrefix(p, projections.ToolNamePrefix), "x")
-		if strings.HasPrefix(rest, p) && len(name) > len(best) {
-			best = name
+		p := strings.TrimSuffix(strings.TrimPrefix(projections.ToolName(name, "x"), projections.ToolNamePrefix), "x")
+		if strings.HasPrefix(rest, p) && len(p) > len(bestPrefix) {
+			best, bestPrefix = name, p
 		}
 	}
-	if best == "" {
-		return "", ""
-	}
-	p := strings.TrimSuffix(strings.TrimPrefix(projections.ToolName(best, "x"), projections.ToolNamePrefix), "x")
-	return best, strings.TrimPrefix(rest, p)
+	return best, rest[len(bestPrefix):]
 }
 
 func approvalReason(snap *Snapshot, server string, c events.ServerConfig) Reason {

@@ -272,3 +272,21 @@ func TestWhyOfAnUnknownSessionOrSeq(t *testing.T) {
 		t.Errorf("Why after the last event: %v", err)
 	}
 }
+
+// A catalog name spells a server's name with one '_' for each character
+// outside [A-Za-z0-9_-]: the server it belongs to is the one whose name,
+// so spelled, is the longest prefix, however many bytes its name has.
+func TestWhyComparesServerNamesAsCatalogNamesSpellThem(t *testing.T) {
+	r := newRecording(t)
+	// "日本" (6 bytes) is spelled "__", a prefix of "____x" (5 bytes).
+	r.add("", servers(events.ServerConfig{Name: "日本"}, events.ServerConfig{Name: "____x"}))
+	for _, c := range []struct{ tool, server string }{
+		{"mcp______x__echo", "____x"},
+		{"mcp______echo", "日本"},
+	} {
+		ex := why(t, r.evs, c.tool, 0)
+		if ex.Server != c.server || len(ex.Reasons) != 1 || !strings.HasPrefix(ex.Reasons[0].Text, "server "+c.server+" was ") {
+			t.Errorf("why %s = server %q %v, want %q", c.tool, ex.Server, ex.Reasons, c.server)
+		}
+	}
+}
