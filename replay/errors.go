@@ -47,7 +47,8 @@ type MismatchError struct {
 	Seq uint64
 	// Recorded and Decided are the two sides (nil where a side has none).
 	Recorded, Decided *events.Event
-	// Err is the decider's error, for Refused.
+	// Err is the decider's error, for Refused; for the others, what else
+	// is wrong, if anything (a recorded decision that names another cause).
 	Err error
 }
 
@@ -80,8 +81,12 @@ func (e *MismatchError) Error() string {
 			return fmt.Sprintf("replay: nondeterministic decision at seq %d: re-enacted input %s is not in the record", e.Seq, side(e.Decided))
 		}
 	}
-	return fmt.Sprintf("replay: nondeterministic decision at seq %d (caused by input seq %d %s %s): %s decision: recorded %s, decided %s",
+	s := fmt.Sprintf("replay: nondeterministic decision at seq %d (caused by input seq %d %s %s): %s decision: recorded %s, decided %s",
 		e.Seq, e.Input.Seq, e.Input.Kind, e.Input.Server, e.Kind, side(e.Recorded), side(e.Decided))
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
 
 // Unwrap makes errors.Is(err, ErrNondeterminism) true.

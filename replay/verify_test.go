@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -88,28 +89,32 @@ func TestVerifyReportsADecisionAtAnotherTime(t *testing.T) {
 }
 
 // A recorded decision that follows an input but names another event as its
-// cause is not a decision of that input: replay reports it at its seq,
-// whichever event the cause names.
+// cause is not a decision of that input: the decider makes one decision
+// more of the input than the record, and replay reports the recorded one
+// at that seq with the cause it names.
 func TestVerifyReportsADecisionCausedByAnotherEvent(t *testing.T) {
 	for _, c := range []struct {
-		name       string
-		seq, cause uint64
+		name              string
+		seq, cause, input uint64
 	}{
-		{"the only decision, caused by the next input", 9, 10},
-		{"the second decision, caused by an earlier input", 14, 8},
-		{"the last decision, caused by nothing", 47, 0},
-		{"a decision caused by itself", 46, 46},
-		{"a decision caused by the decision before it", 46, 45},
+		{"the only decision, caused by the next input", 9, 10, 8},
+		{"the second decision, caused by an earlier input", 14, 8, 12},
+		{"the last decision, caused by nothing", 47, 0, 44},
+		{"a decision caused by itself", 46, 46, 44},
+		{"a decision caused by the decision before it", 46, 45, 44},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			evs := crashLoop(t)
 			evs[c.seq-1].Cause = c.cause
 			me := mismatch(t, evs)
-			if me.Seq != c.seq {
-				t.Errorf("reported seq %d, want %d: %v", me.Seq, c.seq, me)
+			if me.Kind != replay.Extra || me.Seq != c.seq || me.Input.Seq != c.input {
+				t.Fatalf("got %s at seq %d caused by %d, want extra at seq %d caused by %d: %v", me.Kind, me.Seq, me.Input.Seq, c.seq, c.input, me)
 			}
-			if !strings.Contains(me.Error(), string(evs[c.seq-1].Kind)) {
-				t.Errorf("error does not name the decision's kind %s: %v", evs[c.seq-1].Kind, me)
+			if me.Recorded == nil || me.Recorded.Seq != c.seq || me.Recorded.Cause != c.cause || me.Decided == nil || me.Decided.Kind != me.Recorded.Kind {
+				t.Errorf("sides: recorded %+v, decided %+v; want both the decision at seq %d", me.Recorded, me.Decided, c.seq)
+			}
+			if want := fmt.Sprintf("names seq %d as its cause, not input seq %d", c.cause, c.input); !strings.Contains(me.Error(), want) {
+				t.Errorf("error %q does not say %q", me, want)
 			}
 		})
 	}
