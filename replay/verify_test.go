@@ -120,6 +120,20 @@ func TestVerifyReportsADecisionCausedByAnotherEvent(t *testing.T) {
 	}
 }
 
+// A session cut short in the middle of an input's decisions lacks the rest:
+// the first the decider makes beyond the record is extra.
+func TestVerifyReportsADecisionCutOff(t *testing.T) {
+	evs := crashLoop(t)[:46]
+	me := mismatch(t, evs)
+	if me.Kind != replay.Extra || me.Seq != 47 || me.Input.Seq != 44 || me.Recorded != nil || me.Decided == nil || me.Decided.Kind != events.KindSessionStopped {
+		t.Fatalf("got %s at seq %d caused by %d (recorded %v, decided %v), want the extra session.stopped at 47 caused by 44",
+			me.Kind, me.Seq, me.Input.Seq, me.Recorded, me.Decided)
+	}
+	if want := "extra decision: recorded nothing, decided session.stopped {"; !strings.Contains(me.Error(), want) {
+		t.Errorf("error %q does not say %q", me, want)
+	}
+}
+
 // A decision no recorded input caused (it follows an input that decides
 // nothing, or opens the session) is missing from what the decider decides.
 func TestVerifyReportsADecisionNoInputCaused(t *testing.T) {
