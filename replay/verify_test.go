@@ -181,8 +181,7 @@ func TestVerifyReportsARefusedInput(t *testing.T) {
 	}
 }
 
-// Verify folds the recorded decisions, not the decided ones, into the state
-// the next input is decided on; and it reports the first divergence only.
+// Of two divergences, Verify reports the first.
 func TestVerifyReportsTheFirstDivergence(t *testing.T) {
 	evs := crashLoop(t)
 	evs[23].Time++ // seq 24
