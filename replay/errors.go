@@ -47,7 +47,8 @@ type MismatchError struct {
 	Seq uint64
 	// Recorded and Decided are the two sides (nil where a side has none).
 	Recorded, Decided *events.Event
-	// Err is the decider's error, for Refused.
+	// Err is the decider's error, for Refused; for the others, what else
+	// is wrong, if anything (a recorded decision that names another cause).
 	Err error
 }
 
@@ -61,6 +62,11 @@ func (e *MismatchError) Error() string {
 	}
 	switch e.Kind {
 	case Missing:
+		if e.Recorded != nil && e.Recorded.Kind.IsInput() {
+			// From Compare: the re-enactment does not have this input.
+			return fmt.Sprintf("replay: nondeterministic decision at seq %d: recorded input %s was not re-enacted (re-enacted %s at its place)",
+				e.Seq, side(e.Recorded), side(e.Decided))
+		}
 		if e.Input.Seq == e.Seq && e.Recorded != nil {
 			return fmt.Sprintf("replay: nondeterministic decision at seq %d: recorded %s, but no recorded input causes it", e.Seq, side(e.Recorded))
 		}
@@ -69,10 +75,18 @@ func (e *MismatchError) Error() string {
 	case Refused:
 		return fmt.Sprintf("replay: nondeterministic decision: input seq %d (%s %s) is now refused: %v",
 			e.Input.Seq, e.Input.Kind, e.Input.Server, e.Err)
-	default:
-		return fmt.Sprintf("replay: nondeterministic decision at seq %d (caused by input seq %d %s %s): %s decision: recorded %s, decided %s",
-			e.Seq, e.Input.Seq, e.Input.Kind, e.Input.Server, e.Kind, side(e.Recorded), side(e.Decided))
+	case Extra:
+		if e.Decided != nil && e.Decided.Kind.IsInput() {
+			// From Compare: the record does not have this input.
+			return fmt.Sprintf("replay: nondeterministic decision at seq %d: re-enacted input %s is not in the record", e.Seq, side(e.Decided))
+		}
 	}
+	s := fmt.Sprintf("replay: nondeterministic decision at seq %d (caused by input seq %d %s %s): %s decision: recorded %s, decided %s",
+		e.Seq, e.Input.Seq, e.Input.Kind, e.Input.Server, e.Kind, side(e.Recorded), side(e.Decided))
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
 
 // Unwrap makes errors.Is(err, ErrNondeterminism) true.

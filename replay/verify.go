@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -47,6 +48,13 @@ func VerifyEvents(evs []events.Event) error {
 			return &MismatchError{Kind: Refused, Input: in, Seq: in.Seq, Err: derr}
 		}
 		if err := compare(in, recorded, decided); err != nil {
+			var me *MismatchError
+			if errors.As(err, &me) && me.Kind == Extra && j < len(evs) && !evs[j].Kind.IsInput() {
+				// The record has a decision where the decider makes one
+				// more of this input, but it names another cause.
+				me.Recorded = &evs[j]
+				me.Err = fmt.Errorf("the recorded decision names seq %d as its cause, not input seq %d", evs[j].Cause, in.Seq)
+			}
 			return err
 		}
 		st = fsm.Evolve(st, in)
@@ -63,10 +71,10 @@ func VerifyEvents(evs []events.Event) error {
 func compare(in events.Event, recorded, decided []events.Event) error {
 	n := max(len(recorded), len(decided))
 	for k := 0; k < n; k++ {
-		switch {
-		case k >= len(decided):
+		if k >= len(decided) {
 			return &MismatchError{Kind: Missing, Input: in, Seq: recorded[k].Seq, Recorded: &recorded[k]}
-		case k >= len(recorded):
+		}
+		if k >= len(recorded) {
 			seq := in.Seq + uint64(k) + 1
 			d := decided[k]
 			d.Seq = seq

@@ -99,26 +99,22 @@ func paren(s string) string {
 	return " (" + s + ")"
 }
 
-// serverOf finds the configured server a catalog name belongs to, and the
-// server's own tool name.
+// serverOf finds the configured server a catalog name belongs to ("" if
+// none), and the server's own tool name: the server whose name, spelled as
+// catalog names spell it, is the longest prefix of the name.
 func serverOf(snap *Snapshot, tool string) (string, string) {
 	rest, ok := strings.CutPrefix(tool, projections.ToolNamePrefix)
 	if !ok {
 		return "", ""
 	}
-	best := ""
+	best, bestPrefix := "", ""
 	for _, name := range snap.State.Names() {
-		p := projections.ToolName(name, "x")
-		p = strings.TrimSuffix(strings.TrimPrefix(p, projections.ToolNamePrefix), "x")
-		if strings.HasPrefix(rest, p) && len(name) > len(best) {
-			best = name
+		p := strings.TrimSuffix(strings.TrimPrefix(projections.ToolName(name, "x"), projections.ToolNamePrefix), "x")
+		if strings.HasPrefix(rest, p) && len(p) > len(bestPrefix) {
+			best, bestPrefix = name, p
 		}
 	}
-	if best == "" {
-		return "", ""
-	}
-	p := strings.TrimSuffix(strings.TrimPrefix(projections.ToolName(best, "x"), projections.ToolNamePrefix), "x")
-	return best, strings.TrimPrefix(rest, p)
+	return best, rest[len(bestPrefix):]
 }
 
 func approvalReason(snap *Snapshot, server string, c events.ServerConfig) Reason {
@@ -129,12 +125,13 @@ func approvalReason(snap *Snapshot, server string, c events.ServerConfig) Reason
 		}
 	}
 	a := c.Approval
-	switch {
-	case a.Hash == c.Hash && a.Decision == events.DecisionApprove:
+	if a.Hash == c.Hash && a.Decision == events.DecisionApprove {
 		return Reason{Seq: seq, Text: fmt.Sprintf("approved by %s for config %s", a.By, events.ShortHash(c.Hash))}
-	case a.Hash == c.Hash && a.Decision == events.DecisionReject:
+	}
+	if a.Hash == c.Hash && a.Decision == events.DecisionReject {
 		return Reason{Seq: seq, Text: fmt.Sprintf("rejected by %s for config %s", a.By, events.ShortHash(c.Hash))}
-	case a.Decision != "":
+	}
+	if a.Decision != "" {
 		return Reason{Seq: seq, Text: fmt.Sprintf("pending approval: the last decision (%s by %s) was for config %s, now %s; changed: %s",
 			a.Decision, a.By, events.ShortHash(a.Hash), events.ShortHash(c.Hash), strings.Join(a.Changed, ", "))}
 	}
@@ -146,26 +143,26 @@ func lastTransition(evs []events.Event, server string) uint64 {
 }
 
 func lastEvent(evs []events.Event, server string, k events.Kind) uint64 {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Kind == k && (server == "" || evs[i].Server == server) {
-			return evs[i].Seq
+	for _, e := range slices.Backward(evs) {
+		if e.Kind == k && (server == "" || e.Server == server) {
+			return e.Seq
 		}
 	}
 	return 0
 }
 
 func lastAdmission(evs []events.Event, server string) (uint64, *events.AdmissionDecided) {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if a, ok := evs[i].Payload.(*events.AdmissionDecided); ok && evs[i].Server == server {
-			return evs[i].Seq, a
+	for _, e := range slices.Backward(evs) {
+		if a, ok := e.Payload.(*events.AdmissionDecided); ok && e.Server == server {
+			return e.Seq, a
 		}
 	}
 	return 0, nil
 }
 
 func listed(evs []events.Event, server, tool string) bool {
-	for i := len(evs) - 1; i >= 0; i-- {
-		if p, ok := evs[i].Payload.(*events.ToolsListed); ok && evs[i].Server == server {
+	for _, e := range slices.Backward(evs) {
+		if p, ok := e.Payload.(*events.ToolsListed); ok && e.Server == server {
 			return slices.ContainsFunc(p.Tools, func(t events.Tool) bool { return t.Name == tool })
 		}
 	}
