@@ -17,6 +17,24 @@ func TestBackoffCeil(t *testing.T) {
 	}
 }
 
+func TestBackoffCeilDoublesUpToItsCap(t *testing.T) {
+	// min(max, base·2^(retry-1)) for every retry, including caps so large
+	// that doubling a ceiling already at the cap would overflow.
+	const huge = int64(1) << 62
+	for _, c := range []struct{ base, max int64 }{{1000, 30000}, {1000, 1000}, {3, huge}, {huge, huge}} {
+		o := events.DeciderOptions{BackoffBaseMs: c.base, BackoffMaxMs: c.max}
+		want := c.base
+		for retry := 1; retry <= 70; retry++ {
+			if got := fsm.BackoffCeil(o, retry); got != want {
+				t.Fatalf("base %d max %d retry %d: ceil %d, want %d", c.base, c.max, retry, got, want)
+			}
+			if want < c.max {
+				want = min(2*want, c.max) // want < max <= 2^62: no overflow
+			}
+		}
+	}
+}
+
 func TestJitterIsSeededAndBounded(t *testing.T) {
 	// Same inputs, same draw; every draw within [0, ceil]; draws spread over
 	// the range rather than clustering (full jitter).
@@ -62,6 +80,7 @@ func TestStormHold(t *testing.T) {
 		{"five launches", []int64{1 * s, 2 * s, 3 * s, 4 * s, 5 * s}, nil, 6 * s, true, 31 * s},
 		{"split across sessions", []int64{4 * s, 5 * s}, []int64{1 * s, 2 * s, 3 * s}, 6 * s, true, 31 * s},
 		{"oldest aged out", []int64{1 * s, 2 * s, 3 * s, 4 * s, 5 * s}, nil, 31 * s, false, 0},
+		{"a launch at this instant counts", []int64{1 * s, 2 * s, 3 * s, 4 * s, 6 * s}, nil, 6 * s, true, 31 * s},
 		{"future launches ignored", nil, []int64{10 * s, 11 * s, 12 * s, 13 * s, 14 * s}, 5 * s, false, 0},
 	}
 	for _, c := range cases {

@@ -128,10 +128,9 @@ func (d *decider) decide() error {
 			return nil
 		}
 		cerr := events.ClassifiedError{Class: events.ErrExit, ExitCode: p.ExitCode, Signal: p.Signal}
-		switch {
-		case p.Signal != "":
+		if p.Signal != "" {
 			cerr.Message = "signal: " + p.Signal
-		default:
+		} else {
 			cerr.Message = fmt.Sprintf("exited with code %d", p.ExitCode)
 		}
 		if n := len(p.StderrTail); n > 0 {
@@ -213,10 +212,10 @@ func (d *decider) timer(p *events.TimerFired) error {
 	if !ok || srv.Timer != p.TimerID || p.TimerID == 0 {
 		return nil // stale: cancelled by a later decision
 	}
-	switch {
-	case p.Purpose == events.TimerBackoff && srv.Phase == events.StateReconnecting:
+	if p.Purpose == events.TimerBackoff && srv.Phase == events.StateReconnecting {
 		return d.launch(name, TrigRetry)
-	case p.Purpose == events.TimerHold && srv.Phase == events.StateStopped && srv.Reason == events.ReasonStormHold:
+	}
+	if p.Purpose == events.TimerHold && srv.Phase == events.StateStopped && srv.Reason == events.ReasonStormHold {
 		if err := d.transition(name, TrigReconfigure, events.ReasonNone, 0, nil); err != nil {
 			return err
 		}
@@ -416,9 +415,8 @@ func (d *decider) approval(p *events.ApprovalDecided) error {
 	if !ok || !srv.InConfig || p.Hash != srv.Config.Hash {
 		return nil
 	}
-	switch {
-	case p.Decision == events.DecisionApprove && len(srv.Listed) > 0 &&
-		(srv.Phase == events.StateReady || srv.Phase == events.StateHandshaking):
+	if p.Decision == events.DecisionApprove && len(srv.Listed) > 0 &&
+		(srv.Phase == events.StateReady || srv.Phase == events.StateHandshaking) {
 		// A re-approval of a running server accepts its current tools.
 		d.emit(name, &events.ToolsPinned{Workspace: d.s.Config.Workspace, Hash: srv.Config.Hash, Tools: srv.Listed})
 		if len(srv.Withheld) > 0 {
@@ -426,13 +424,13 @@ func (d *decider) approval(p *events.ApprovalDecided) error {
 		}
 		return nil
 	}
-	switch {
-	case srv.Phase == events.StateStopped && isAdmissionReason(srv.Reason):
+	if srv.Phase == events.StateStopped && isAdmissionReason(srv.Reason) {
 		if err := d.transition(name, TrigReconfigure, events.ReasonNone, 0, nil); err != nil {
 			return err
 		}
 		return d.admit(name)
-	case p.Decision == events.DecisionReject && srv.Phase != events.StateStopped:
+	}
+	if p.Decision == events.DecisionReject && srv.Phase != events.StateStopped {
 		return d.transition(name, TrigStop, events.ReasonRejected, 0, nil)
 	}
 	return nil

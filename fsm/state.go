@@ -280,10 +280,8 @@ func evolveConfig(s State, p *events.ConfigObserved) State {
 	for _, c := range p.Servers {
 		seen[c.Name] = true
 		srv, ok := s.get(c.Name)
-		if !ok || !srv.InConfig && srv.Phase == events.StateStopped {
-			if !ok {
-				srv = Server{Name: c.Name, Phase: events.StateConfiguring}
-			}
+		if !ok {
+			srv = Server{Name: c.Name, Phase: events.StateConfiguring}
 		}
 		if srv.Config.Hash != c.Hash || srv.Config.Approval.Hash != c.Approval.Hash || srv.Config.Approval.Decision != c.Approval.Decision {
 			srv.Pins = nil

@@ -196,10 +196,8 @@ func (c *Catalog) build() {
 		case s.state != events.StateReady && s.fingerprint != "": // connecting, no live list yet
 			src.tools, src.deferred = c.cache.get(n, s.fingerprint), true
 		}
-		if len(src.tools) > 0 {
-			sources = append(sources, src)
-			total += len(src.tools)
-		}
+		sources = append(sources, src)
+		total += len(src.tools)
 	}
 	entries := slices.Grow(c.entries[:0], total)
 	refs := make([]ToolRef, 0, total)

@@ -29,6 +29,8 @@ func TestToolName(t *testing.T) {
 		{"one underscore per rune", "café", "naïve→x", "mcp__caf___na_ve_x"},
 		{"invalid utf-8 byte", "a\xffb", "t", "mcp__a_b__t"},
 		{"slash and colon", "org/repo", "ns:tool", "mcp__org_repo__ns_tool"},
+		{"range ends kept", "AZ", "az09_-", "mcp__AZ__az09_-"},
+		{"range neighbours replaced", "@[", "/:`{", "mcp__" + strings.Repeat("_", 8)},
 		{"exactly 64", "s", strings.Repeat("x", 64-len("mcp__s__")), "mcp__s__" + strings.Repeat("x", 64-len("mcp__s__"))},
 		{"65 overflows", "s", strings.Repeat("x", 65-len("mcp__s__")),
 			("mcp__s__" + strings.Repeat("x", 65))[:55] + "_" + hash8("s", strings.Repeat("x", 65-len("mcp__s__")))},
@@ -99,6 +101,38 @@ func TestToolNamesSuffixMeetsPlain(t *testing.T) {
 	}
 	if want := "_" + hash8(impostor.Server, impostor.Tool); !strings.HasSuffix(names[impostor], want) {
 		t.Errorf("impostor = %q, want suffix %q", names[impostor], want)
+	}
+}
+
+// A name contested at every suffix length: each impostor's plain name is
+// the long ref's name at the next suffix length, so the long ref climbs to
+// 32 hex digits, where it stays (there is no longer suffix) and the last
+// impostor moves instead.
+func TestToolNamesContestedAtEverySuffixLength(t *testing.T) {
+	long := ToolRef{"s", strings.Repeat("y", 70)}
+	full := sha256.Sum256([]byte(long.Server + "\x00" + long.Tool))
+	hash := hex.EncodeToString(full[:])
+	plain := "mcp__s__" + long.Tool
+	refs := []ToolRef{long}
+	for _, n := range []int{8, 16, 32} {
+		name := plain[:MaxToolNameLen-1-n] + "_" + hash[:n]
+		refs = append(refs, ToolRef{"s", strings.TrimPrefix(name, "mcp__s__")})
+	}
+	names := ToolNames(refs)
+	if got, want := names[long], plain[:31]+"_"+hash[:32]; got != want {
+		t.Errorf("long ref named %q, want %q", got, want)
+	}
+	seen := map[string]bool{}
+	for _, r := range refs[1:] {
+		if got, want := names[r], "mcp__s__"+r.Tool[:47]+"_"+hash8(r.Server, r.Tool); got != want {
+			t.Errorf("impostor %q named %q, want %q", r.Tool, got, want)
+		}
+	}
+	for _, n := range names {
+		if seen[n] || !validName.MatchString(n) {
+			t.Errorf("name %q repeated or invalid: %v", n, names)
+		}
+		seen[n] = true
 	}
 }
 

@@ -1,0 +1,66 @@
+package fsm_test
+
+import (
+	"testing"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
+)
+
+func TestWithDefaults(t *testing.T) {
+	// The defaults doc.go promises; the runtime records the result in
+	// session.started, so replay decides with the same values.
+	defaults := events.DeciderOptions{BackoffBaseMs: 1000, BackoffMaxMs: 30000, MaxAttempts: 5, StormLimit: 5,
+		StormWindowMs: 30000, PingFailures: 3, StableMs: 30000, DecisionVersion: fsm.DecisionVersion}
+	set := events.DeciderOptions{BackoffBaseMs: 10, BackoffMaxMs: 20, MaxAttempts: 2, StormLimit: 3,
+		StormWindowMs: 40, PingFailures: 1, StableMs: 50, DecisionVersion: 7}
+	negative := events.DeciderOptions{BackoffBaseMs: -1, BackoffMaxMs: -1, MaxAttempts: -1, StormLimit: -1,
+		StormWindowMs: -1, PingFailures: -1, StableMs: -1}
+	cases := []struct {
+		name    string
+		in, out events.DeciderOptions
+	}{
+		{"zero takes the defaults", events.DeciderOptions{}, defaults},
+		{"set values are kept", set, set},
+		{"negative values take the defaults", negative, defaults},
+	}
+	for _, c := range cases {
+		if got := fsm.WithDefaults(c.in); got != c.out {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.out)
+		}
+	}
+}
+
+func transitioned(server string, at int64, p *events.ServerTransitioned) events.Event {
+	return events.Event{Kind: events.KindServerTransitioned, Server: server, Time: at, Payload: p}
+}
+
+func TestEvolveTransitionWithoutAttemptKeepsTheAttempt(t *testing.T) {
+	// Evolve folds any journal: a transition that names no attempt is about
+	// the server's current one, whose number stale inputs are judged by.
+	st := fsm.Evolve(fsm.State{}, transitioned("s", 1, &events.ServerTransitioned{
+		From: events.StateConfiguring, To: events.StateLaunching, Trigger: string(fsm.TrigAdmit), Attempt: 3}))
+	st = fsm.Evolve(st, transitioned("s", 2, &events.ServerTransitioned{
+		From: events.StateLaunching, To: events.StateStopped, Trigger: string(fsm.TrigStop), Reason: events.ReasonStopRequested}))
+	srv, _ := st.Server("s")
+	if got, want := srv.Attempt, 3; got != want {
+		t.Errorf("attempt %d after a transition naming none, want %d", got, want)
+	}
+}
+
+func TestLaunchHistoryKeepsTheNewest64(t *testing.T) {
+	// A server relaunched forever keeps a bounded history of its launch
+	// times, newest last: the storm breaker only reads the newest.
+	st := fsm.State{}
+	for i := int64(1); i <= 100; i++ {
+		st = fsm.Evolve(st, transitioned("s", i, &events.ServerTransitioned{
+			From: events.StateReconnecting, To: events.StateLaunching, Trigger: string(fsm.TrigRetry), Attempt: int(i)}))
+	}
+	srv, _ := st.Server("s")
+	if got, want := len(srv.Launches), 64; got != want {
+		t.Fatalf("%d launch times kept, want %d", got, want)
+	}
+	if first, last := srv.Launches[0], srv.Launches[63]; first != 37 || last != 100 {
+		t.Errorf("launch times kept run %d..%d, want 37..100", first, last)
+	}
+}
