@@ -20,4 +20,8 @@ var (
 	// ErrStaleApproval is returned when an approval decision names a config
 	// hash that is not the server's current one.
 	ErrStaleApproval = errors.New("fsm: approval is for another config hash")
+
+	// ErrOptions is returned by CheckOptions for a tunable outside the
+	// range the decider handles.
+	ErrOptions = errors.New("fsm: decider option out of range")
 )

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -23,6 +24,40 @@ const (
 	// makes old sessions decide differently on purpose.
 	DecisionVersion = 1
 )
+
+// Bounds of the decider's tunables (CheckOptions). The storm breaker keeps
+// at most MaxStormLimit launch times per server; durations past MaxOptionMs
+// (a day) would overflow the nanosecond arithmetic long before they made
+// sense as a backoff or a window.
+const (
+	MaxStormLimit = maxLaunches
+	MaxOptionMs   = 24 * 60 * 60 * 1000
+)
+
+// CheckOptions reports the first of o's tunables outside the range the
+// decider handles, wrapping ErrOptions. Zero (or negative) fields mean
+// "the default" (WithDefaults) and are in range.
+func CheckOptions(o events.DeciderOptions) error {
+	for _, f := range []struct {
+		name     string
+		val, max int64
+	}{
+		{"backoff_base_ms", o.BackoffBaseMs, MaxOptionMs},
+		{"backoff_max_ms", o.BackoffMaxMs, MaxOptionMs},
+		{"storm_window_ms", o.StormWindowMs, MaxOptionMs},
+		{"stable_ms", o.StableMs, MaxOptionMs},
+		{"storm_limit", int64(o.StormLimit), MaxStormLimit},
+	} {
+		if f.val > f.max {
+			err := fmt.Errorf("%w: %s is %d, at most %d", ErrOptions, f.name, f.val, f.max)
+			if f.name == "storm_limit" {
+				err = fmt.Errorf("%w (to let more launches through, shorten storm_window_ms)", err)
+			}
+			return err
+		}
+	}
+	return nil
+}
 
 // WithDefaults returns o with zero fields replaced by the defaults.
 func WithDefaults(o events.DeciderOptions) events.DeciderOptions {

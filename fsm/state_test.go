@@ -1,6 +1,8 @@
 package fsm_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -62,5 +64,45 @@ func TestLaunchHistoryKeepsTheNewest64(t *testing.T) {
 	}
 	if first, last := srv.Launches[0], srv.Launches[63]; first != 37 || last != 100 {
 		t.Errorf("launch times kept run %d..%d, want 37..100", first, last)
+	}
+}
+
+func TestCheckOptions(t *testing.T) {
+	for _, ok := range []events.DeciderOptions{
+		{},
+		{BackoffBaseMs: -1, StormLimit: -1},
+		{BackoffBaseMs: fsm.MaxOptionMs, BackoffMaxMs: fsm.MaxOptionMs, StormWindowMs: fsm.MaxOptionMs, StableMs: fsm.MaxOptionMs, StormLimit: fsm.MaxStormLimit},
+	} {
+		if err := fsm.CheckOptions(ok); err != nil {
+			t.Errorf("CheckOptions(%+v) = %v, want nil", ok, err)
+		}
+	}
+	for field, bad := range map[string]events.DeciderOptions{
+		"backoff_base_ms": {BackoffBaseMs: fsm.MaxOptionMs + 1},
+		"backoff_max_ms":  {BackoffMaxMs: 1 << 62},
+		"storm_window_ms": {StormWindowMs: fsm.MaxOptionMs + 1},
+		"stable_ms":       {StableMs: fsm.MaxOptionMs + 1},
+		"storm_limit":     {StormLimit: fsm.MaxStormLimit + 1},
+	} {
+		err := fsm.CheckOptions(bad)
+		if !errors.Is(err, fsm.ErrOptions) || !strings.Contains(err.Error(), field) {
+			t.Errorf("CheckOptions(%+v) = %v, want ErrOptions naming %s", bad, err, field)
+		}
+	}
+}
+
+// TestStormLimitAtMaximum: the launches a server keeps are enough for the
+// largest storm limit CheckOptions accepts: a server launched that many
+// times within the window in this session is held.
+func TestStormLimitAtMaximum(t *testing.T) {
+	o := fsm.WithDefaults(events.DeciderOptions{StormLimit: fsm.MaxStormLimit, StormWindowMs: 1000})
+	st := fsm.State{}
+	for i := int64(1); i <= 2*fsm.MaxStormLimit; i++ {
+		st = fsm.Evolve(st, transitioned("s", i, &events.ServerTransitioned{
+			From: events.StateReconnecting, To: events.StateLaunching, Trigger: string(fsm.TrigRetry), Attempt: int(i)}))
+	}
+	srv, _ := st.Server("s")
+	if held, _ := fsm.StormHold(o, srv.Launches, nil, 2*fsm.MaxStormLimit); !held {
+		t.Fatalf("%d launches kept of %d in the window, limit %d: not held", len(srv.Launches), 2*fsm.MaxStormLimit, fsm.MaxStormLimit)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
@@ -88,7 +89,7 @@ func TestHTTPServerDiesThenComesBack(t *testing.T) {
 	_, adapter := openJournal(t)
 	o := fastOpts(configOf(c, s))
 	o.PingInterval, o.PingTimeout = 50*time.Millisecond, 100*time.Millisecond
-	o.Decider = events.DeciderOptions{BackoffBaseMs: 50, BackoffMaxMs: 100, MaxAttempts: 50, StormLimit: 100, PingFailures: 2}
+	o.Decider = events.DeciderOptions{BackoffBaseMs: 50, BackoffMaxMs: 100, MaxAttempts: 50, StormLimit: fsm.MaxStormLimit, StormWindowMs: 1, PingFailures: 2}
 	m, _ := runtime.New(adapter, o)
 	if _, err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/runtime"
 )
 
@@ -201,5 +202,17 @@ func TestAuditedCallNotSentWhenStartNotJournaled(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("mem received %d tools/call, want 1: the call whose call.started was not journaled was sent", n)
+	}
+}
+
+// TestNewRefusesDeciderOutOfRange: a tunable the decider cannot honour (a
+// storm limit past the launches it keeps) is refused by New, not
+// silently ignored.
+func TestNewRefusesDeciderOutOfRange(t *testing.T) {
+	_, adapter := openJournal(t)
+	opts := fastOpts(configOf())
+	opts.Decider.StormLimit = fsm.MaxStormLimit + 1
+	if _, err := runtime.New(adapter, opts); !errors.Is(err, fsm.ErrOptions) {
+		t.Fatalf("New with storm limit %d: %v, want fsm.ErrOptions", opts.Decider.StormLimit, err)
 	}
 }

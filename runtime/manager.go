@@ -125,6 +125,9 @@ func New(j Journal, opts *Options) (*Manager, error) {
 		o = *opts
 	}
 	o = o.withDefaults()
+	if err := fsm.CheckOptions(o.Decider); err != nil {
+		return nil, fmt.Errorf("runtime: Options.Decider: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	callCtx, callCancel := context.WithCancel(context.Background())
 	m := &Manager{j: j, opts: o, log: o.Logger, sid: uuid.Must(uuid.NewV7()), ctx: ctx, cancel: cancel,

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/replay"
 	"github.com/mcpledger/mcpledger/runtime"
@@ -94,7 +95,7 @@ func TestSoak(t *testing.T) {
 	o.InProcess = inproc
 	o.StartupTimeout = 30 * time.Second
 	o.PingInterval, o.PingTimeout = time.Second, 2*time.Second
-	o.Decider = events.DeciderOptions{BackoffBaseMs: 20, BackoffMaxMs: 200, MaxAttempts: 1000, StormLimit: 1000, StormWindowMs: 30_000, PingFailures: 3}
+	o.Decider = events.DeciderOptions{BackoffBaseMs: 20, BackoffMaxMs: 200, MaxAttempts: 1000, StormLimit: fsm.MaxStormLimit, StormWindowMs: 1, PingFailures: 3}
 
 	settleGC := func() (int, uint64) {
 		goruntime.GC()

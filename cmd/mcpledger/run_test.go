@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
+	"github.com/mcpledger/mcpledger/store"
 )
 
 // TestRunOnceAndOfflineCommands runs `run --once` against a real stdio
@@ -75,5 +78,42 @@ func TestRunOnceAndOfflineCommands(t *testing.T) {
 	out.Reset()
 	if err := run(ctx, []string{"verify"}, nil, &out, &errb); err != nil {
 		t.Fatalf("verify: %v %s", err, out.String())
+	}
+}
+
+// TestDeciderEnvRefused: MCPLEDGER_DECIDER that is not a JSON object of
+// known fields, or holds a value the decider cannot honour, stops the
+// command before a session starts, with the variable named.
+func TestDeciderEnvRefused(t *testing.T) {
+	for name, c := range map[string]struct{ env, want string }{
+		"unknown field":   {`{"storm_limt":4}`, `unknown field "storm_limt"`},
+		"not an object":   {`5`, "want a JSON object"},
+		"storm limit":     {`{"storm_limit":65}`, "storm_limit is 65, at most 64 (to let more launches through, shorten storm_window_ms)"},
+		"backoff too big": {`{"backoff_max_ms":9223372036854775807}`, "backoff_max_ms is 9223372036854775807, at most 86400000"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			jp := filepath.Join(dir, "j.db")
+			t.Setenv("MCPLEDGER_JOURNAL", jp)
+			t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+			t.Setenv("MCPLEDGER_DECIDER", c.env)
+			var out, errb bytes.Buffer
+			err := run(context.Background(), []string{"run", "--once", "--workspace", dir}, nil, &out, &errb)
+			if err == nil || !strings.Contains(err.Error(), "MCPLEDGER_DECIDER: ") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want MCPLEDGER_DECIDER: ... %s", err, c.want)
+			}
+			if _, err := os.Stat(jp); errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			j, err := store.Open(jp, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			n := 0
+			if err := j.ReadAll(t.Context(), 1, func(events.Event) error { n++; return nil }); err != nil || n != 0 {
+				t.Errorf("the journal holds %d events (%v): a refused setting must not start a session", n, err)
+			}
+		})
 	}
 }

@@ -62,7 +62,7 @@ func buildBinary(t *testing.T, dir string) string {
 
 // peerSetup builds the binary and writes a config with the Go
 // everything-server; it returns the binary, config and the environment
-// serve runs with (its own journal; a storm limit no test reaches, since
+// serve runs with (its own journal; a storm window no test fills, since
 // every inspector run starts the server anew).
 func peerSetup(t *testing.T, peers string) (bin, cfg string, env []string) {
 	t.Helper()
@@ -75,7 +75,7 @@ func peerSetup(t *testing.T, peers string) (bin, cfg string, env []string) {
 		t.Fatal(err)
 	}
 	env = append(os.Environ(), "MCPLEDGER_JOURNAL="+filepath.Join(dir, "j.db"), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg"),
-		`MCPLEDGER_DECIDER={"storm_limit":10000}`)
+		`MCPLEDGER_DECIDER={"storm_limit":64,"storm_window_ms":1}`)
 	return bin, cfg, env
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
 )
@@ -73,6 +74,9 @@ func (c *configFlags) options(e *env, command string) (*rt.Options, error) {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&o.Decider); err != nil {
 			return nil, fmt.Errorf("MCPLEDGER_DECIDER: %w (want a JSON object such as {\"backoff_base_ms\":500,\"max_attempts\":8})", err)
+		}
+		if err := fsm.CheckOptions(o.Decider); err != nil {
+			return nil, fmt.Errorf("MCPLEDGER_DECIDER: %w", err)
 		}
 	}
 	if c.verbose {
