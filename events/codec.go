@@ -188,12 +188,13 @@ func Decode(rec []byte) (Event, error) { return NewDecoder().Decode(rec) }
 // version of k.
 func decodePayload(dec *msgpack.Decoder, k Kind, v uint16) (Payload, error) {
 	cur := version(k)
-	switch {
-	case cur == 0:
+	if cur == 0 {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownKind, string(k))
-	case v == 0 || v > cur:
+	}
+	if v == 0 || v > cur {
 		return nil, fmt.Errorf("%w: %q version %d (this build knows up to %d)", ErrUnknownKind, string(k), v, cur)
-	case v == cur:
+	}
+	if v == cur {
 		p, _ := newPayload(k)
 		if err := dec.Decode(p); err != nil {
 			return nil, fmt.Errorf("%w: payload: %v", ErrCorrupt, err)

@@ -31,10 +31,10 @@ func appendMapLen(dst []byte, n int) []byte { return append(dst, mpFixMap|byte(n
 
 // appendArrayLen appends an array header for n elements.
 func appendArrayLen(dst []byte, n int) []byte {
-	switch {
-	case n < 16:
+	if n < 16 {
 		return append(dst, mpFixArray|byte(n))
-	case n <= math.MaxUint16:
+	}
+	if n <= math.MaxUint16 {
 		return append(dst, mpArray16, byte(n>>8), byte(n))
 	}
 	return append(dst, mpArray32, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))

@@ -65,15 +65,20 @@ func (c callRand) strs() []string {
 // these structs and not to its encoder: the fill below sets every field.
 func TestCallPayloadsEncodeAsReflection(t *testing.T) {
 	c := callRand{rand.New(rand.NewPCG(1, 2))}
-	for i := range 1000 {
+	rounds := 1000
+	if testing.Short() {
+		rounds = 100 // mutation runs: every field form still comes up
+	}
+	for i := range rounds {
 		ps := []Payload{
 			&CallStarted{CallID: c.str(), Tool: c.str(), Name: c.str(), Args: c.blob(), Caller: c.str(), Policy: c.str(),
 				ApprovedBy: c.str(), DefHash: c.str(), Attempt: int(c.int()), RetryOf: c.str()},
 			&CallFinished{CallID: c.str(), Outcome: c.str(), Error: c.str(), Result: c.blob(), DurationNs: c.int(),
 				Signals: c.strs(), RenderedChars: c.int(), CutChars: c.int(), Retrying: c.r.IntN(2) == 0},
 		}
-		if i == 0 {
-			ps = append(ps, &CallStarted{}, &CallFinished{})
+		if i == 0 { // the zero values, and signals at the array16 and array32 edges
+			ps = append(ps, &CallStarted{}, &CallFinished{},
+				&CallFinished{Signals: make([]string, math.MaxUint16)}, &CallFinished{Signals: make([]string, math.MaxUint16+1)})
 		}
 		for _, p := range ps {
 			var got []byte

@@ -8,11 +8,12 @@ import (
 // The record header is a msgpack map, written by hand rather than through
 // reflection: appendHeader produces exactly the bytes the msgpack encoder
 // (sorted map keys, compact ints) produced for the header struct, and
-// parseHeader reads those bytes back without allocating. Anything else that
-// the reflective decoder accepts (other integer or string widths, keys in
-// another order, unknown keys, nil values) makes parseHeader give up, and
-// the caller falls back to the reflective decoder, so both paths agree on
-// every input (TestHeaderParserAgrees, FuzzHeaderParser).
+// parseHeader reads those bytes back without allocating, as it reads keys
+// in any order and integers and strings of any width. Anything else that
+// the reflective decoder accepts (unknown or repeated keys, nil values, a
+// map16 header) makes parseHeader give up, and the caller falls back to
+// the reflective decoder, so both paths agree on every input
+// (TestHeaderParserAgrees, FuzzHeaderParser).
 
 // msgpack codes used by the header.
 const (
@@ -59,31 +60,35 @@ func version(k Kind) uint16 { return kinds[string(k)].v }
 
 // appendStr appends s as a msgpack string, in the shortest form.
 func appendStr(dst []byte, s string) []byte {
-	switch n := len(s); {
-	case n < 32:
-		dst = append(dst, mpFixStr|byte(n))
-	case n <= math.MaxUint8:
-		dst = append(dst, mpStr8, byte(n))
-	case n <= math.MaxUint16:
-		dst = append(dst, mpStr16)
-		dst = binary.BigEndian.AppendUint16(dst, uint16(n))
-	default:
-		dst = append(dst, mpStr32)
-		dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+	return append(appendStrLen(dst, len(s)), s...)
+}
+
+// appendStrLen appends the head of a msgpack string of n bytes.
+func appendStrLen(dst []byte, n int) []byte {
+	if n < 32 {
+		return append(dst, mpFixStr|byte(n))
 	}
-	return append(dst, s...)
+	if n <= math.MaxUint8 {
+		return append(dst, mpStr8, byte(n))
+	}
+	if n <= math.MaxUint16 {
+		return binary.BigEndian.AppendUint16(append(dst, mpStr16), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(dst, mpStr32), uint32(n))
 }
 
 // appendUint appends n as a compact msgpack integer.
 func appendUint(dst []byte, n uint64) []byte {
-	switch {
-	case n <= math.MaxInt8:
+	if n <= math.MaxInt8 {
 		return append(dst, byte(n))
-	case n <= math.MaxUint8:
+	}
+	if n <= math.MaxUint8 {
 		return append(dst, mpUint8, byte(n))
-	case n <= math.MaxUint16:
+	}
+	if n <= math.MaxUint16 {
 		return binary.BigEndian.AppendUint16(append(dst, mpUint16), uint16(n))
-	case n <= math.MaxUint32:
+	}
+	if n <= math.MaxUint32 {
 		return binary.BigEndian.AppendUint32(append(dst, mpUint32), uint32(n))
 	}
 	return binary.BigEndian.AppendUint64(append(dst, mpUint64), n)
@@ -91,16 +96,19 @@ func appendUint(dst []byte, n uint64) []byte {
 
 // appendInt appends n as a compact msgpack integer.
 func appendInt(dst []byte, n int64) []byte {
-	switch {
-	case n >= 0:
+	if n >= 0 {
 		return appendUint(dst, uint64(n))
-	case n >= -32:
+	}
+	if n >= -32 {
 		return append(dst, byte(n))
-	case n >= math.MinInt8:
+	}
+	if n >= math.MinInt8 {
 		return append(dst, mpInt8, byte(n))
-	case n >= math.MinInt16:
+	}
+	if n >= math.MinInt16 {
 		return binary.BigEndian.AppendUint16(append(dst, mpInt16), uint16(n))
-	case n >= math.MinInt32:
+	}
+	if n >= math.MinInt32 {
 		return binary.BigEndian.AppendUint32(append(dst, mpInt32), uint32(n))
 	}
 	return binary.BigEndian.AppendUint64(append(dst, mpInt64), uint64(n))
@@ -153,94 +161,90 @@ type headerParser struct {
 	p int
 }
 
-// int reads an integer of any msgpack width as the reflective decoder
-// stores it in a uint64 or int64 field (two's complement).
-func (h *headerParser) int() (uint64, bool) {
+// code reads one byte: a value's msgpack type code.
+func (h *headerParser) code() (byte, bool) {
 	if h.p >= len(h.b) {
 		return 0, false
 	}
 	c := h.b[h.p]
 	h.p++
-	switch {
-	case c <= 0x7f:
-		return uint64(c), true
-	case c >= mpNegFix:
-		return uint64(int64(int8(c))), true
-	}
-	var size int
-	switch c {
-	case mpUint8, mpInt8:
-		size = 1
-	case mpUint16, mpInt16:
-		size = 2
-	case mpUint32, mpInt32:
-		size = 4
-	case mpUint64, mpInt64:
-		size = 8
-	default:
-		return 0, false
-	}
+	return c, true
+}
+
+// be reads an unsigned big-endian integer of size bytes.
+func (h *headerParser) be(size int) (uint64, bool) {
 	if len(h.b)-h.p < size {
 		return 0, false
 	}
-	b := h.b[h.p : h.p+size]
+	var u uint64
+	for _, c := range h.b[h.p : h.p+size] {
+		u = u<<8 | uint64(c)
+	}
 	h.p += size
+	return u, true
+}
+
+// int reads an integer of any msgpack width as the reflective decoder
+// stores it in a uint64 or int64 field (two's complement).
+func (h *headerParser) int() (uint64, bool) {
+	c, ok := h.code()
+	if !ok {
+		return 0, false
+	}
+	if c <= 0x7f { // positive fixint
+		return uint64(c), true
+	}
+	if c >= mpNegFix {
+		return uint64(int64(int8(c))), true
+	}
+	var u uint64
 	switch c {
 	case mpUint8:
-		return uint64(b[0]), true
-	case mpInt8:
-		return uint64(int64(int8(b[0]))), true
+		return h.be(1)
 	case mpUint16:
-		return uint64(binary.BigEndian.Uint16(b)), true
-	case mpInt16:
-		return uint64(int64(int16(binary.BigEndian.Uint16(b)))), true
+		return h.be(2)
 	case mpUint32:
-		return uint64(binary.BigEndian.Uint32(b)), true
+		return h.be(4)
+	case mpUint64, mpInt64:
+		return h.be(8)
+	case mpInt8:
+		u, ok = h.be(1)
+		return uint64(int64(int8(u))), ok
+	case mpInt16:
+		u, ok = h.be(2)
+		return uint64(int64(int16(u))), ok
 	case mpInt32:
-		return uint64(int64(int32(binary.BigEndian.Uint32(b)))), true
+		u, ok = h.be(4)
+		return uint64(int64(int32(u))), ok
 	}
-	return binary.BigEndian.Uint64(b), true // uint64 and int64 alike
+	return 0, false
 }
 
 // str reads a msgpack string or binary value (the reflective decoder takes
 // either for a string or a []byte field) and returns its bytes, aliasing
 // the record.
 func (h *headerParser) str() ([]byte, bool) {
-	if h.p >= len(h.b) {
+	c, ok := h.code()
+	if !ok {
 		return nil, false
 	}
-	c := h.b[h.p]
-	h.p++
-	var n int
-	switch {
-	case c&0xe0 == mpFixStr:
-		n = int(c & 0x1f)
-	case c == mpStr8 || c == mpBin8:
-		if h.p >= len(h.b) {
-			return nil, false
-		}
-		n = int(h.b[h.p])
-		h.p++
-	case c == mpStr16 || c == mpBin16:
-		if len(h.b)-h.p < 2 {
-			return nil, false
-		}
-		n = int(binary.BigEndian.Uint16(h.b[h.p:]))
-		h.p += 2
-	case c == mpStr32 || c == mpBin32:
-		if len(h.b)-h.p < 4 {
-			return nil, false
-		}
-		n = int(binary.BigEndian.Uint32(h.b[h.p:]))
-		h.p += 4
+	var n uint64
+	switch c {
+	case mpStr8, mpBin8:
+		n, ok = h.be(1)
+	case mpStr16, mpBin16:
+		n, ok = h.be(2)
+	case mpStr32, mpBin32:
+		n, ok = h.be(4)
 	default:
+		n, ok = uint64(c&0x1f), c&0xe0 == mpFixStr
+	}
+	if !ok || uint64(len(h.b)-h.p) < n {
 		return nil, false
 	}
-	if n < 0 || len(h.b)-h.p < n {
-		return nil, false
-	}
-	s := h.b[h.p : h.p+n : h.p+n]
-	h.p += n
+	end := h.p + int(n)
+	s := h.b[h.p:end:end]
+	h.p = end
 	return s, true
 }
 
@@ -251,32 +255,22 @@ func (h *headerParser) str() ([]byte, bool) {
 // rejects it exactly as before. Server names are interned through strs.
 func parseHeader(body []byte, e *Event, strs *interner) (n int, ok bool) {
 	h := headerParser{b: body}
-	if len(body) == 0 {
+	// The encoder writes a fixmap; a header as a map16 or map32 is left to
+	// msgpack.
+	c, ok := h.code()
+	if !ok || c&0xf0 != mpFixMap {
 		return 0, false
 	}
-	var keys int
-	switch c := body[0]; {
-	case c&0xf0 == mpFixMap:
-		keys, h.p = int(c&0x0f), 1
-	case c == mpMap16 && len(body) >= 3:
-		keys, h.p = int(binary.BigEndian.Uint16(body[1:])), 3
-	default:
-		return 0, false
-	}
+	keys := int(c & 0x0f)
 	if keys > headerKeys {
 		return 0, false // duplicate or unknown keys: let msgpack decide
 	}
 	seen := 0
 	for range keys {
-		if h.p >= len(body) || body[h.p]&0xe0 != mpFixStr {
+		key, ok := h.str() // msgpack reads a key as it reads a string
+		if !ok {
 			return 0, false
 		}
-		kl := int(body[h.p] & 0x1f)
-		if len(body)-h.p-1 < kl {
-			return 0, false
-		}
-		key := body[h.p+1 : h.p+1+kl]
-		h.p += 1 + kl
 		var bit int
 		switch string(key) {
 		case "id", "sid":

@@ -121,6 +121,27 @@ func TestHeaderParserAgrees(t *testing.T) {
 	}
 }
 
+// TestHeaderParserBounds: parseHeader takes the encoder's header with
+// nothing after it, to its last byte, and refuses it cut short anywhere
+// without reading past the end.
+func TestHeaderParserBounds(t *testing.T) {
+	for _, e := range edgeEvents()[:96] { // every time with every server, twice
+		b := appendHeader(nil, &e, 1)
+		var got Event
+		if n, ok := parseHeader(b, &got, &interner{}); !ok || n != len(b) {
+			t.Fatalf("parseHeader(%x) = %d, %v; want %d, true", b, n, ok, len(b))
+		}
+		for n := range len(b) {
+			if n > 160 && n < len(b)-20 {
+				continue // inside a long server name: its ends are enough
+			}
+			if _, ok := parseHeader(b[:n], &got, &interner{}); ok {
+				t.Fatalf("parseHeader took %x cut to %d bytes of %d", b, n, len(b))
+			}
+		}
+	}
+}
+
 func checkAgrees(t *testing.T, b []byte, got Event, n int) {
 	t.Helper()
 	h, hn, err := reflectParse(b)

@@ -165,8 +165,5 @@ func ToolDefHash(name, description, inputSchema string) string {
 // display.
 func ShortHash(h string) string {
 	h = strings.TrimPrefix(h, "sha256:")
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
+	return h[:min(len(h), 12)]
 }

@@ -61,15 +61,15 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		v = cur
 	}
 	var p Payload
-	switch {
-	case cur == 0 || v > cur:
+	if cur == 0 || v > cur {
 		return fmt.Errorf("%w: %q version %d", ErrUnknownKind, string(j.Kind), j.V)
-	case v == cur:
+	}
+	if v == cur {
 		p, _ = newPayload(j.Kind)
 		if err := json.Unmarshal(j.Payload, p); err != nil {
 			return fmt.Errorf("%s payload: %w", j.Kind, err)
 		}
-	default:
+	} else {
 		old, ok := legacyPayload(j.Kind, v)
 		if !ok {
 			return fmt.Errorf("%w: %s v%d", ErrNoUpcaster, j.Kind, v)

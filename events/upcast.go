@@ -29,8 +29,7 @@ type ProcessExitedV1 struct {
 // legacyPayload returns a pointer to the struct that (k, v) was stored as,
 // for every historical version this build can still read.
 func legacyPayload(k Kind, v uint16) (any, bool) {
-	switch {
-	case k == KindProcessExited && v == 1:
+	if k == KindProcessExited && v == 1 {
 		return &ProcessExitedV1{}, true
 	}
 	return nil, false
@@ -57,26 +56,21 @@ func Upcast(k Kind, v uint16, old any) (Payload, error) {
 
 // upcastStep converts the payload of (k, v) to version v+1.
 func upcastStep(k Kind, v uint16, old any) (any, error) {
-	switch {
-	case k == KindProcessExited && v == 1:
+	if k == KindProcessExited && v == 1 {
 		o, ok := old.(*ProcessExitedV1)
 		if !ok {
 			return nil, fmt.Errorf("%w: %s v1 given %T", ErrNoUpcaster, k, old)
 		}
 		n := &ProcessExited{Attempt: o.Attempt, PID: o.PID, Expected: o.Expected}
-		switch {
-		case strings.HasPrefix(o.Status, "exit status "):
-			code, err := strconv.Atoi(strings.TrimPrefix(o.Status, "exit status "))
+		if code, ok := strings.CutPrefix(o.Status, "exit status "); ok {
+			c, err := strconv.Atoi(code)
 			if err != nil {
 				return nil, fmt.Errorf("upcast %s v1 status %q: %w", k, o.Status, err)
 			}
-			n.ExitCode = code
-		case strings.HasPrefix(o.Status, "signal: "):
+			n.ExitCode = c
+		} else if o.Status != "" {
 			n.ExitCode = -1
 			n.Signal = strings.TrimPrefix(o.Status, "signal: ")
-		case o.Status != "":
-			n.ExitCode = -1
-			n.Signal = o.Status
 		}
 		if o.StderrTail != "" {
 			n.StderrTail = strings.Split(strings.TrimRight(o.StderrTail, "\n"), "\n")
