@@ -18,34 +18,58 @@ import (
 
 const module = "github.com/mcpledger/mcpledger"
 
-// allowed is the import table of architecture.md: which module packages
-// and third-party modules each top-level package may import (the standard
-// library is always allowed, except where the determinism guard says
-// otherwise). uuid comes with events: its types are in the envelope.
+// allowed is the import table of ARCHITECTURE.md: which module packages
+// and third-party modules each package may import (the standard library
+// is always allowed, except where the determinism guard says otherwise).
+// A file belongs to the longest key that is a prefix of its directory; a
+// package may import its own subpackages unless the table names it
+// (runtime's subpackages are listed, so runtime may import only those it
+// names: never runtime/gateway). uuid comes with events: its types are in
+// the envelope.
 var allowed = map[string][]string{
 	"events":      {"github.com/vmihailenco/msgpack/v5", "github.com/google/uuid"},
 	"fsm":         {"events", "github.com/looplab/fsm"},
 	"store":       {"events", "go.etcd.io/bbolt", "github.com/google/uuid"},
 	"projections": {"events"},
-	"runtime":     {"events", "fsm", "projections", "github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid", "github.com/google/jsonschema-go", "github.com/fsnotify/fsnotify", "golang.org/x/sys"},
-	"replay":      {"events", "fsm", "projections", "github.com/google/uuid"},
-	"cmd":         {"*"},
-	"tools":       {}, // developer tools (the mutation check): standard library only
+	"runtime": {"events", "fsm", "projections", "runtime/guard", "runtime/internal",
+		"github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid", "github.com/fsnotify/fsnotify", "golang.org/x/sys"},
+	// guard: pure checks on a call's values, shared by the call path and
+	// the gateway; nothing of the Manager, the journal or the network.
+	"runtime/guard":       {"events", "runtime/internal", "github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go"},
+	"runtime/internal":    {},
+	"runtime/runtimetest": {"*"}, // test servers and helpers
+	"replay":              {"events", "fsm", "projections", "github.com/google/uuid"},
+	"cmd":                 {"*"},
+	"tools":               {}, // developer tools (the mutation check): standard library only
 }
 
-// topPackage returns the top-level directory a file belongs to.
-func topPackage(path string) string { return strings.SplitN(filepath.ToSlash(path), "/", 2)[0] }
+// unitOf returns the key of allowed that path (a file, or an import path
+// relative to the module) belongs to: the longest key that is a prefix of
+// its directory, or its top-level directory.
+func unitOf(path string) string {
+	dir := filepath.ToSlash(filepath.Dir(path))
+	best := ""
+	for k := range allowed {
+		if (dir == k || strings.HasPrefix(dir, k+"/")) && len(k) > len(best) {
+			best = k
+		}
+	}
+	if best == "" {
+		return strings.SplitN(dir, "/", 2)[0]
+	}
+	return best
+}
 
 func isStd(imp string) bool { return !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") }
 
-func permitted(top, imp string) bool {
-	rules := allowed[top]
+func permitted(unit, imp string) bool {
+	rules := allowed[unit]
 	if slices.Contains(rules, "*") || isStd(imp) {
 		return true
 	}
 	if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
-		dep := topPackage(rel)
-		return dep == top || slices.Contains(rules, dep) // a package's own subpackages are fine
+		dep := unitOf(rel + "/x.go")
+		return dep == unit || slices.Contains(rules, dep)
 	}
 	for _, r := range rules {
 		if imp == r || strings.HasPrefix(imp, r+"/") {
@@ -87,9 +111,9 @@ func TestImportTable(t *testing.T) {
 		t.Fatal("no Go files found")
 	}
 	for _, path := range files {
-		top := topPackage(path)
-		if _, ok := allowed[top]; !ok {
-			t.Errorf("%s: package %q is not in the architecture's package table", path, top)
+		unit := unitOf(path)
+		if _, ok := allowed[unit]; !ok {
+			t.Errorf("%s: package %q is not in the architecture's package table", path, unit)
 			continue
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
@@ -98,10 +122,40 @@ func TestImportTable(t *testing.T) {
 		}
 		for _, imp := range f.Imports {
 			p := strings.Trim(imp.Path.Value, `"`)
-			if !permitted(top, p) {
-				t.Errorf("%s imports %s, which %s/ may not (architecture.md package table)", path, p, top)
+			if !permitted(unit, p) {
+				t.Errorf("%s imports %s, which %s/ may not (ARCHITECTURE.md package table)", path, p, unit)
 			}
 		}
+	}
+}
+
+// TestImportTableRules: the table's rules as the split of runtime relies on
+// them.
+func TestImportTableRules(t *testing.T) {
+	for _, c := range []struct {
+		unit, imp string
+		ok        bool
+	}{
+		{"runtime", module + "/runtime/guard", true},
+		{"runtime", module + "/runtime/internal/swar", true},
+		{"runtime/guard", module + "/runtime/internal/swar", true},
+		{"runtime/guard", module + "/runtime", false},
+		{"runtime/guard", module + "/store", false},
+		{"runtime/guard", "github.com/modelcontextprotocol/go-sdk/mcp", true},
+		{"runtime/guard", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false},
+		{"runtime/internal", module + "/events", false},
+		{"fsm", module + "/runtime", false},
+		{"cmd", module + "/runtime/guard", true},
+	} {
+		if got := permitted(c.unit, c.imp); got != c.ok {
+			t.Errorf("permitted(%q, %q) = %v, want %v", c.unit, c.imp, got, c.ok)
+		}
+	}
+	if got := unitOf("runtime/guard/redact.go"); got != "runtime/guard" {
+		t.Errorf("unitOf(runtime/guard/redact.go) = %q", got)
+	}
+	if got := unitOf("runtime/internal/swar/swar.go"); got != "runtime/internal" {
+		t.Errorf("unitOf(runtime/internal/swar/swar.go) = %q", got)
 	}
 }
 
@@ -117,6 +171,33 @@ func TestDeterminismGuard(t *testing.T) {
 		for _, v := range purityViolations(t, dir) {
 			t.Error(v)
 		}
+	}
+}
+
+// TestGuardIsPure keeps runtime/guard to pure functions on values: no
+// clock, randomness, I/O, goroutines or logging. (Its map ranges are not
+// held to the determinism rule: no recorded decision depends on them, and
+// type-checking go-sdk's source for it would cost the suite 20 s.)
+func TestGuardIsPure(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, filepath.Join("runtime", "guard"), func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("parse runtime/guard: %d packages, %v", len(pkgs), err)
+	}
+	forbidden := []string{"time", "math/rand", "math/rand/v2", "crypto/rand", "os", "os/exec", "net", "net/http",
+		"log", "log/slog", "io/ioutil", "syscall", "context"}
+	for _, f := range pkgs["guard"].Files {
+		for _, imp := range f.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); slices.Contains(forbidden, p) {
+				t.Errorf("%s imports %s: runtime/guard must stay pure", fset.Position(imp.Pos()), p)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s: go statement in runtime/guard", fset.Position(g.Pos()))
+			}
+			return true
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // DefaultJournalCap is how much of a call's arguments or result is
@@ -44,7 +46,7 @@ type CallResult struct {
 	Result *mcp.CallToolResult
 	// Rendered is Result as text for an agent's context: bounded by
 	// Options.MaxResultChars, and wrapped when asked.
-	Rendered
+	guard.Rendered
 	// Signals names the injection patterns found in the rendered text
 	// (advisory; also journaled on call.finished).
 	Signals []string
@@ -135,7 +137,9 @@ func (m *Manager) CallToolWith(ctx context.Context, name string, args any, o *Ca
 		settings: m.callSettingsFor(entry.Server, c), red: c.red,
 		durable: m.opts.Durability == Audit}
 
-	if err := validateArgs(m.log, name, entry.InputSchema, argsJSON); err != nil {
+	if err := guard.ValidateArgs(name, entry.InputSchema, argsJSON); errors.Is(err, guard.ErrSchemaUnresolved) {
+		m.log.Warn("arguments are not checked locally", "err", err)
+	} else if err != nil {
 		m.refuse(cl, err)
 		return nil, err
 	}
@@ -154,13 +158,13 @@ type call struct {
 	opts     *CallOptions
 	id       string
 	settings CallSettings
-	red      redactor
+	red      guard.Redactor
 	durable  bool
 }
 
 func (cl *call) started(dec decision, attempt int, retryOf string, cap int) *events.CallStarted {
 	return &events.CallStarted{CallID: cl.id, Tool: cl.entry.Tool, Name: cl.name,
-		Args: blobOf(cl.red.redact(cl.args), cap), Caller: cl.opts.Caller, Policy: string(dec.policy),
+		Args: blobOf(cl.red.Redact(cl.args), cap), Caller: cl.opts.Caller, Policy: string(dec.policy),
 		ApprovedBy: dec.by, DefHash: cl.entry.DefHash, Attempt: attempt, RetryOf: retryOf}
 }
 
@@ -170,7 +174,7 @@ func (m *Manager) refuse(cl *call, err error) {
 		return
 	}
 	_, _ = m.submit(m.ctx, cl.entry.Server, &events.CallFinished{CallID: cl.id, Outcome: events.OutcomeInvalidArgs,
-		Error: string(cl.red.redact([]byte(err.Error())))}, cl.durable)
+		Error: string(cl.red.Redact([]byte(err.Error())))}, cl.durable)
 }
 
 // send sends the call, retrying once after a reconnect when that is safe,

@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // Errors of the tool-call path (kept next to the path rather than in
@@ -11,7 +13,7 @@ var (
 	// ErrInvalidArguments is returned when a call's arguments fail the
 	// tool's input schema locally: nothing was sent, no retry was spent.
 	// The error is an *ArgumentsError naming the field and why.
-	ErrInvalidArguments = errors.New("runtime: invalid arguments")
+	ErrInvalidArguments = guard.ErrInvalidArguments
 
 	// ErrCallDenied is returned when the call policy or the approver
 	// denied a call: it never reached the server.
@@ -29,29 +31,9 @@ var (
 )
 
 // ArgumentsError says which argument failed the tool's input schema and
-// why. errors.Is(err, ErrInvalidArguments) is true.
-type ArgumentsError struct {
-	Tool string
-	// Field is the dotted path of the offending argument ("" when the
-	// arguments as a whole are wrong); several missing ones are listed
-	// comma-separated.
-	Field  string
-	Reason string
-}
-
-// Error names the tool, the field and the reason.
-func (e *ArgumentsError) Error() string {
-	s := fmt.Sprintf("runtime: invalid arguments for %s", e.Tool)
-	if e.Field != "" {
-		s += fmt.Sprintf(": %s: %s", e.Field, e.Reason)
-	} else {
-		s += ": " + e.Reason
-	}
-	return s + " (checked against the tool's input schema; nothing was sent)"
-}
-
-// Unwrap makes errors.Is(err, ErrInvalidArguments) true.
-func (e *ArgumentsError) Unwrap() error { return ErrInvalidArguments }
+// why (guard.ValidateArgs checks them). errors.Is(err, ErrInvalidArguments)
+// is true.
+type ArgumentsError = guard.ArgumentsError
 
 // DeniedError says who denied a call and why. errors.Is(err,
 // ErrCallDenied) is true.

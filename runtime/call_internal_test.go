@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"reflect"
 	goruntime "runtime"
@@ -22,54 +21,8 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
-
-func TestValidateArgs(t *testing.T) {
-	const schema = `{"type":"object","properties":{"message":{"type":"string"},"n":{"type":"integer","minimum":1},` +
-		`"mode":{"enum":["fast","safe"]},"opts":{"type":"object","properties":{"depth":{"type":"number"}},"required":["depth"]},` +
-		`"tags":{"type":"array","items":{"type":"string"}}},"required":["message"],"additionalProperties":false}`
-	log := slog.New(slog.DiscardHandler)
-	for _, tc := range []struct {
-		name, schema, args string
-		field, reason      string // "" field and reason: valid
-	}{
-		{"valid", schema, `{"message":"hi","n":2,"mode":"safe","opts":{"depth":1},"tags":["a"]}`, "", ""},
-		{"missing required", schema, `{}`, "message", "required but missing"},
-		{"wrong type", schema, `{"message":3}`, "message", `type: 3 has type "integer", want "string"`},
-		{"integer", schema, `{"message":"x","n":1.5}`, "n", `type: 1.5 has type "number", want "integer"`},
-		{"minimum", schema, `{"message":"x","n":0}`, "n", "minimum: 0/1 is less than 1.000000"},
-		{"enum", schema, `{"message":"x","mode":"yolo"}`, "mode", "enum: yolo does not equal any of: [fast safe]"},
-		{"nested required", schema, `{"message":"x","opts":{}}`, "opts.depth", "required but missing"},
-		{"nested type", schema, `{"message":"x","opts":{"depth":"deep"}}`, "opts.depth", `type: deep has type "string", want "number"`},
-		{"array item", schema, `{"message":"x","tags":[1]}`, "tags[]", `type: 1 has type "integer", want "string"`},
-		{"additional", schema, `{"message":"x","extra":1}`, "", `unexpected additional properties ["extra"]`},
-		{"not an object", schema, `[1]`, "", "the arguments must be a JSON object, not an array"},
-		{"no schema: any object", "", `{"a":1}`, "", ""},
-		{"no schema: still an object", "", `"s"`, "", "the arguments must be a JSON object, not a string"},
-		{"draft-07 schema", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","required":["a"]}`, `{}`, "a", "required but missing"},
-		{"unresolvable schema is not checked", `{"type":"object","properties":{"x":{"$ref":"#/$defs/missing"}}}`, `{"x":1}`, "", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := validateArgs(log, "mcp__s__t", tc.schema, []byte(tc.args))
-			if tc.reason == "" {
-				if err != nil {
-					t.Fatalf("unexpected %v", err)
-				}
-				return
-			}
-			var ae *ArgumentsError
-			if !errors.As(err, &ae) || !errors.Is(err, ErrInvalidArguments) {
-				t.Fatalf("err %v", err)
-			}
-			if ae.Field != tc.field || ae.Reason != tc.reason {
-				t.Errorf("field %q reason %q, want %q %q", ae.Field, ae.Reason, tc.field, tc.reason)
-			}
-			if !strings.Contains(err.Error(), "nothing was sent") {
-				t.Errorf("message %q", err)
-			}
-		})
-	}
-}
 
 type nopJournal struct{}
 
@@ -330,9 +283,8 @@ func BenchmarkCallPathSteps(b *testing.B) {
 	}
 	schema := `{"additionalProperties":false,"properties":{"message":{"type":"string"}},"required":["message"],"type":"object"}`
 	spec := ServerSpec{Env: []string{"API_TOKEN=tok-1234567890abcdef", "LOG_LEVEL=info"}}
-	log := slog.New(slog.DiscardHandler)
 	args := map[string]any{"message": "hello ledger"}
-	red := newRedactor(spec.secrets()) // once per connection, as newConn does
+	red := guard.NewRedactor(spec.secrets()) // once per connection, as newConn does
 	for _, tc := range []struct {
 		name   string
 		result func() []byte
@@ -345,16 +297,16 @@ func BenchmarkCallPathSteps(b *testing.B) {
 			cpu0 := cpuTime()
 			for b.Loop() {
 				a, _ := json.Marshal(args)
-				if err := validateArgs(log, "mcp__mem__read", schema, a); err != nil {
+				if err := guard.ValidateArgs("mcp__mem__read", schema, a); err != nil {
 					b.Fatal(err)
 				}
-				_ = blobOf(red.redact(a), DefaultJournalCap)
-				r := RenderResult(res, DefaultMaxResultChars)
-				if DetectInjection(r.Text) != nil {
+				_ = blobOf(red.Redact(a), DefaultJournalCap)
+				r := guard.RenderResult(res, guard.DefaultMaxResultChars)
+				if guard.DetectInjection(r.Text) != nil {
 					b.Fatal("signal")
 				}
-				_ = WrapOutput("mem", "read", r.Text)
-				_ = blobOfOwned(red.redact(tc.result()), DefaultJournalCap)
+				_ = guard.WrapOutput("mem", "read", r.Text)
+				_ = blobOfOwned(red.Redact(tc.result()), DefaultJournalCap)
 			}
 			// CPU time (user+system, all threads, GC included) per call:
 			// steadier than wall time on a loaded machine.

@@ -18,6 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/guard"
+	"github.com/mcpledger/mcpledger/runtime/internal/swar"
 )
 
 // ---- a call's outcome: classified, rendered, and journaled on call.finished ----
@@ -107,22 +109,22 @@ func firstText(res *mcp.CallToolResult) string {
 func (m *Manager) finish(cl *call, res *mcp.CallToolResult, raw []byte, err error, fin *events.CallFinished) (*CallResult, error) {
 	out := &CallResult{CallID: cl.id, Result: res}
 	if res != nil {
-		out.Rendered = RenderResult(res, m.opts.MaxResultChars)
-		out.Signals = DetectInjection(out.Text)
+		out.Rendered = guard.RenderResult(res, m.opts.MaxResultChars)
+		out.Signals = guard.DetectInjection(out.Text)
 		fin.Signals, fin.RenderedChars, fin.CutChars = out.Signals, int64(out.Chars), int64(out.Cut)
 		if cl.opts.Wrap || m.opts.WrapOutput {
-			out.Text = WrapOutput(cl.entry.Server, cl.entry.Tool, out.Text)
+			out.Text = guard.WrapOutput(cl.entry.Server, cl.entry.Tool, out.Text)
 		}
 		if raw == nil {
 			raw = resultJSON(res)
 		}
-		fin.Result = blobOfOwned(cl.red.redact(raw), m.opts.JournalCap)
+		fin.Result = blobOfOwned(cl.red.Redact(raw), m.opts.JournalCap)
 		if len(out.Signals) > 0 {
 			m.log.Warn("possible prompt injection in tool output (advisory)", "server", cl.entry.Server,
 				"tool", cl.entry.Tool, "signals", out.Signals)
 		}
 	}
-	fin.Error = string(cl.red.redact([]byte(fin.Error)))
+	fin.Error = string(cl.red.Redact([]byte(fin.Error)))
 	// The result is journaled even if the caller has gone: use a context
 	// that outlives ctx (but not the manager).
 	if _, jerr := m.submit(m.ctx, cl.entry.Server, fin, cl.durable); jerr != nil && err == nil {
@@ -151,7 +153,7 @@ func blobOf(b []byte, limit int) events.Blob {
 }
 
 // blobOfOwned is blobOf for a b that nothing else holds or will change
-// (a result's JSON as resultJSON and the redactor return it): when it
+// (a result's JSON as resultJSON and the guard.Redactor return it): when it
 // fits, the blob's text is b itself, not a copy. (A truncated text is
 // copied, so as not to hold all of b.)
 func blobOfOwned(b []byte, limit int) events.Blob {
@@ -217,7 +219,7 @@ func appendJSONString(b []byte, s string) []byte {
 		var m uint64
 		k := 0
 		for ; k < 64 && base+k+8 <= len(s); k += 8 {
-			m |= swarGather(jsonAttention(load64(s, base+k))) << k
+			m |= swar.Gather(jsonAttention(swar.Load64(s, base+k))) << k
 		}
 		for ; k < 64 && base+k < len(s); k++ {
 			if c := s[base+k]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
@@ -242,8 +244,8 @@ func appendJSONString(b []byte, s string) []byte {
 				out = out[:cap(out)]
 			}
 			if n := p - w; n <= 16 && w+16 <= len(s) {
-				binary.LittleEndian.PutUint64(out[o:o+8], load64(s, w))
-				binary.LittleEndian.PutUint64(out[o+8:o+16], load64(s, w+8))
+				binary.LittleEndian.PutUint64(out[o:o+8], swar.Load64(s, w))
+				binary.LittleEndian.PutUint64(out[o+8:o+16], swar.Load64(s, w+8))
 				o += n
 			} else {
 				o += copy(out[o:], s[w:p])
@@ -281,8 +283,8 @@ func jsonAttention(x uint64) uint64 {
 	// On the low 7 bits of each byte (none of these sums leaves its
 	// byte), the high bit of y+0x60 is set for 0x20 and up, that of
 	// (y^c)+0x7f for bytes other than c.
-	y := x &^ swarHigh
+	y := x &^ swar.High
 	fine := (y + 0x6060606060606060) & ((y ^ 0x2222222222222222) + 0x7f7f7f7f7f7f7f7f) &
 		((y ^ 0x5c5c5c5c5c5c5c5c) + 0x7f7f7f7f7f7f7f7f)
-	return (x | ^fine) & swarHigh
+	return (x | ^fine) & swar.High
 }

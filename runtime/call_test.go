@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
 )
@@ -391,7 +392,7 @@ func TestCallLargeResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Chars != 1_000_000 || r.Cut != 1_000_000-runtime.DefaultMaxResultChars ||
+	if r.Chars != 1_000_000 || r.Cut != 1_000_000-guard.DefaultMaxResultChars ||
 		!strings.Contains(r.Text, "[mcpledger: output truncated: 950000 of 1000000 characters cut]") ||
 		!strings.HasPrefix(r.Text, `<mcp_tool_output server="s" tool="big" trust="untrusted">`) {
 		t.Errorf("rendered %d chars, cut %d: %.80q…%q", r.Chars, r.Cut, r.Text, r.Text[max(0, len(r.Text)-120):])

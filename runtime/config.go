@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // ConfigSources says where [LoadConfig] looks for configuration and what
@@ -77,6 +78,10 @@ type ServerSpec struct {
 	// Call holds "callPolicy", "toolPolicies" and "toolTimeouts".
 	Call CallSettings
 }
+
+// secrets returns the resolved values of s that must never reach the
+// journal (see guard.Secrets).
+func (s *ServerSpec) secrets() []string { return guard.Secrets(s.Env, s.Headers) }
 
 // LoadedConfig is one complete reading of every config source.
 type LoadedConfig struct {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // This file reads one config file: JSONC cleanup, the top-level shape and
@@ -35,7 +36,7 @@ type parsedServer struct {
 	cfg      events.ServerConfig
 	env      []events.KV // as written, sorted by key
 	headers  []events.KV // as written, sorted by key
-	args     []string    // as written (cfg.Args is redacted: see redactArgs)
+	args     []string    // as written (cfg.Args is redacted: see guard.RedactArgs)
 	url      string      // as written (cfg.URL is redacted)
 	problems []string    // each one says what to do; non-empty => Invalid
 	warnings []string
@@ -207,7 +208,7 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 		// https://x/?token=KEY): the journal and the hash take them
 		// redacted, what runs takes them as written.
 		p.args, p.url = p.cfg.Args, p.cfg.URL
-		p.cfg.Args, p.cfg.URL = redactArgs(p.cfg.Args), redactor{}.redactString(p.cfg.URL)
+		p.cfg.Args, p.cfg.URL = guard.RedactArgs(p.cfg.Args), guard.Redactor{}.RedactString(p.cfg.URL)
 		p.cfg.Hash = events.ConfigHash(&p.cfg)
 		if len(p.problems) > 0 {
 			p.cfg.Invalid = fmt.Sprintf("server %q: %s (%s)", name, strings.Join(p.problems, "; "), position(path, data, m.off))

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // conn is one connection attempt to one server: the process (stdio), the
@@ -24,7 +25,7 @@ type conn struct {
 	server  string
 	attempt int
 	spec    ServerSpec
-	red     redactor        // the spec's secrets, for every call's journal records
+	red     guard.Redactor  // the spec's secrets, for every call's journal records
 	ctx     context.Context // ends when the conn is torn down
 	cancel  context.CancelFunc
 	relist  chan string // coalesced re-list requests (the trigger)
@@ -51,7 +52,7 @@ type conn struct {
 
 func newConn(m *Manager, server string, attempt int, spec ServerSpec) *conn {
 	ctx, cancel := context.WithCancel(m.ctx)
-	return &conn{m: m, server: server, attempt: attempt, spec: spec, red: newRedactor(spec.secrets()), ctx: ctx, cancel: cancel,
+	return &conn{m: m, server: server, attempt: attempt, spec: spec, red: guard.NewRedactor(spec.secrets()), ctx: ctx, cancel: cancel,
 		relist: make(chan string, 1), ready: make(chan struct{}), reaped: make(chan struct{}), handshook: make(chan struct{})}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // Durability says when a tool call's journal records must be durable.
@@ -202,7 +203,7 @@ func (o Options) withDefaults() Options {
 		o.CallPolicy = PolicyAsk // an unknown policy fails safe
 	}
 	if o.MaxResultChars == 0 {
-		o.MaxResultChars = DefaultMaxResultChars
+		o.MaxResultChars = guard.DefaultMaxResultChars
 	}
 	if o.JournalCap <= 0 {
 		o.JournalCap = DefaultJournalCap

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // CallCommand calls one tool: through the running mcpledger if there is
@@ -54,8 +55,8 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 		if err := json.Unmarshal(raw, res); err != nil {
 			return fmt.Errorf("call: decode result: %w", err)
 		}
-		out = &rt.CallResult{Result: res, Rendered: rt.RenderResult(res, rt.DefaultMaxResultChars)}
-		out.Signals = rt.DetectInjection(out.Text)
+		out = &rt.CallResult{Result: res, Rendered: guard.RenderResult(res, guard.DefaultMaxResultChars)}
+		out.Signals = guard.DetectInjection(out.Text)
 		if *wrap {
 			var entries []projections.Entry
 			server, name := "", tool
@@ -66,7 +67,7 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 					}
 				}
 			}
-			out.Text = rt.WrapOutput(server, name, out.Text)
+			out.Text = guard.WrapOutput(server, name, out.Text)
 		}
 	} else {
 		j, _, err := f.openWritable()
@@ -114,5 +115,5 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 // printResult writes res rendered as an agent would get it: text blocks
 // verbatim, other blocks as JSON, bounded at the default MaxResultChars.
 func printResult(e *env, res *mcp.CallToolResult) {
-	fmt.Fprintln(e.stdout, rt.RenderResult(res, rt.DefaultMaxResultChars).Text)
+	fmt.Fprintln(e.stdout, guard.RenderResult(res, guard.DefaultMaxResultChars).Text)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
@@ -43,7 +44,7 @@ func TestCallApprovalWrapAndSignals(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("wrapped output:\n%s\nwant:\n%s", out.String(), want)
 	}
-	if !strings.Contains(errb.String(), "possible prompt injection") || !strings.Contains(errb.String(), rt.SignalIgnoreInstructions) {
+	if !strings.Contains(errb.String(), "possible prompt injection") || !strings.Contains(errb.String(), guard.SignalIgnoreInstructions) {
 		t.Errorf("stderr: %s", errb.String())
 	}
 

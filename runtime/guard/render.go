@@ -1,4 +1,4 @@
-package runtime
+package guard
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcpledger/mcpledger/runtime/internal/swar"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,7 +36,7 @@ func RenderResult(res *mcp.CallToolResult, maxChars int) Rendered {
 	if len(res.Content) == 1 {
 		// One text block that fits, the common case: the text itself.
 		if t, ok := res.Content[0].(*mcp.TextContent); ok && (maxChars <= 0 || len(t.Text) <= maxChars) {
-			n := runeCount(t.Text)
+			n := swar.RuneCount(t.Text)
 			return Rendered{Text: t.Text, Chars: n}
 		}
 	}
@@ -73,14 +74,14 @@ type renderer struct {
 func (r *renderer) add(s string) {
 	if r.max <= 0 {
 		r.sb.WriteString(s)
-		r.chars += runeCount(s)
+		r.chars += swar.RuneCount(s)
 		r.kept = r.chars
 		return
 	}
 	if room := r.max - r.kept; room > 0 {
 		if len(s) <= room { // at most room runes
 			r.sb.WriteString(s)
-			n := runeCount(s)
+			n := swar.RuneCount(s)
 			r.chars += n
 			r.kept += n
 			return
@@ -97,7 +98,7 @@ func (r *renderer) add(s string) {
 		r.chars += n
 		s = s[i:]
 	}
-	r.chars += runeCount(s)
+	r.chars += swar.RuneCount(s)
 }
 
 func (r *renderer) done() Rendered {

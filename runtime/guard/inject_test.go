@@ -1,4 +1,4 @@
-package runtime
+package guard
 
 import (
 	"encoding/base64"

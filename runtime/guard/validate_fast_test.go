@@ -1,9 +1,8 @@
-package runtime
+package guard
 
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"testing"
 
@@ -141,7 +140,7 @@ func TestQuickSchemaAgrees(t *testing.T) {
 
 // TestQuickSchemaSubset: a schema with any keyword outside the subset, at
 // any depth, has no quick form; a real server's schemas do; and where the
-// quick check declines (numbers in an enum), validateArgs still gives
+// quick check declines (numbers in an enum), ValidateArgs still gives
 // jsonschema-go's verdict.
 func TestQuickSchemaSubset(t *testing.T) {
 	for _, s := range []string{
@@ -184,7 +183,7 @@ func TestQuickSchemaSubset(t *testing.T) {
 		`{"n":1}`: true, `{"n":1.0}`: true, `{"n":"one"}`: true, `{"n":2}`: false, `{"n":"two"}`: false,
 		`{"i":3.0}`: true, `{"i":3.5}`: false, `{"x":1}`: false, `{}`: true,
 	} {
-		err := validateArgs(slog.New(slog.DiscardHandler), "t", schema, []byte(args))
+		err := ValidateArgs("t", schema, []byte(args))
 		if (err == nil) != ok {
 			t.Errorf("%s: err = %v, want valid=%v", args, err, ok)
 		}
@@ -205,7 +204,7 @@ func FuzzQuickSchema(f *testing.F) {
 		}
 		var s jsonschema.Schema
 		if json.Unmarshal([]byte(schema), &s) != nil {
-			return // validateArgs does not validate against it at all
+			return // ValidateArgs does not validate against it at all
 		}
 		rs, err := s.Resolve(nil)
 		if err != nil {

@@ -1,4 +1,4 @@
-package runtime
+package guard
 
 import (
 	"bytes"
@@ -7,13 +7,11 @@ import (
 )
 
 func TestRedactorSecrets(t *testing.T) {
-	spec := ServerSpec{
-		Env:     []string{"GITHUB_TOKEN=ghp_abcdef123456", "LOG_LEVEL=production", "OPAQUE=a1b2c3d4e5f6g7h8i9", "N=1"},
-		Headers: map[string]string{"Authorization": "Bearer tok-live-99887766"},
-	}
-	r := newRedactor(spec.secrets())
+	env := []string{"GITHUB_TOKEN=ghp_abcdef123456", "LOG_LEVEL=production", "OPAQUE=a1b2c3d4e5f6g7h8i9", "N=1"}
+	headers := map[string]string{"Authorization": "Bearer tok-live-99887766"}
+	r := NewRedactor(Secrets(env, headers))
 	in := `{"a":"ghp_abcdef123456","b":"production","c":"a1b2c3d4e5f6g7h8i9","d":"Bearer tok-live-99887766","e":"tok-live-99887766","n":1}`
-	out := string(r.redact([]byte(in)))
+	out := string(r.Redact([]byte(in)))
 	for _, secret := range []string{"ghp_abcdef123456", "a1b2c3d4e5f6g7h8i9", "tok-live-99887766"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("%q survived: %s", secret, out)
@@ -30,8 +28,8 @@ func TestRedactorSecrets(t *testing.T) {
 // TestRedactJSONEscapedSecret: a resolved secret holding characters JSON
 // escapes (<, &, ") is found in its escaped form too.
 func TestRedactJSONEscapedSecret(t *testing.T) {
-	r := newRedactor([]string{`p<w&"rd-123`})
-	out := string(r.redact([]byte(`{"text":"p\u003cw\u0026\"rd-123"}`)))
+	r := NewRedactor([]string{`p<w&"rd-123`})
+	out := string(r.Redact([]byte(`{"text":"p\u003cw\u0026\"rd-123"}`)))
 	if strings.Contains(out, `rd-123`) {
 		t.Errorf("escaped secret survived: %s", out)
 	}
@@ -42,12 +40,12 @@ func TestRedactJSONEscapedSecret(t *testing.T) {
 // (Python's json.dumps: "p\u00e4ss\ud83d\udd11"), since the journal keeps
 // the server's own bytes.
 func TestRedactASCIIEscapedSecret(t *testing.T) {
-	r := newRedactor([]string{"pässwörd-🔑-42"})
+	r := NewRedactor([]string{"pässwörd-🔑-42"})
 	for _, in := range []string{
 		`{"text":"pässwörd-🔑-42"}`,
 		`{"text":"p\u00e4ssw\u00f6rd-\ud83d\udd11-42"}`,
 	} {
-		if out := string(r.redact([]byte(in))); strings.Contains(out, "42") {
+		if out := string(r.Redact([]byte(in))); strings.Contains(out, "42") {
 			t.Errorf("%s: the secret survived: %s", in, out)
 		}
 	}
@@ -102,7 +100,7 @@ func TestRedactPatterns(t *testing.T) {
 		{"plain text untouched", `The quick brown fox; secret sauce; passwords are hard.`, nil, []string{"The quick brown fox; secret sauce; passwords are hard."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := string(newRedactor(nil).redact([]byte(tc.in)))
+			out := string(NewRedactor(nil).Redact([]byte(tc.in)))
 			for _, g := range tc.gone {
 				if strings.Contains(out, g) {
 					t.Errorf("%q survived: %s", g, out)
@@ -126,17 +124,17 @@ func TestRedactMarkerStable(t *testing.T) {
 
 func TestRedactNoAllocWhenClean(t *testing.T) {
 	in := []byte(strings.Repeat(`{"path":"/a/b","lines":[1,2,3],"text":"nothing to see"}`, 50))
-	r := newRedactor([]string{"not-in-there-123"})
-	out := r.redact(in)
+	r := NewRedactor([]string{"not-in-there-123"})
+	out := r.Redact(in)
 	if &out[0] != &in[0] {
 		t.Error("clean input was copied")
 	}
-	if n := testing.AllocsPerRun(20, func() { r.redact(in) }); n > 0 {
+	if n := testing.AllocsPerRun(20, func() { r.Redact(in) }); n > 0 {
 		t.Errorf("%v allocations on clean input", n)
 	}
 }
 
-// BenchmarkRedact measures the redactor over 1 MiB of realistic tool
+// BenchmarkRedact measures the Redactor over 1 MiB of realistic tool
 // output (JSON with escaped text, prose, paths, a few secrets), reporting
 // MB/s. Target: ≥ 100 MB/s.
 func BenchmarkRedact(b *testing.B) {
@@ -152,10 +150,10 @@ func BenchmarkRedact(b *testing.B) {
 	}
 	buf.WriteString(`"}],"isError":false}`)
 	in := buf.Bytes()
-	r := newRedactor([]string{"resolved-secret-value-1", "Bearer zzz-999"})
+	r := NewRedactor([]string{"resolved-secret-value-1", "Bearer zzz-999"})
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r.redact(in)
+		r.Redact(in)
 	}
 }

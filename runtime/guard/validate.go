@@ -1,9 +1,8 @@
-package runtime
+package guard
 
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 
@@ -60,18 +59,16 @@ func (c *schemaCache) get(text string) schemaEntry {
 	return e
 }
 
-// validateArgs checks a call's arguments (JSON text) against the tool's
-// input schema with github.com/google/jsonschema-go, the validator go-sdk
-// itself uses; arguments that the schema's quick form (validate_fast.go)
-// accepts skip it. It returns an *ArgumentsError naming the field and
-// why, or nil. A schema that does not resolve (a dangling $ref, say) is not
-// checked locally: the server remains the judge of its own schema, and
-// the call is not refused for mcpledger's sake.
-func (m *Manager) validateArgs(tool, schema string, args []byte) error {
-	return validateArgs(m.log, tool, schema, args)
-}
-
-func validateArgs(log *slog.Logger, tool, schema string, args []byte) error {
+// ValidateArgs checks a call's arguments (JSON text) against the tool's
+// input schema (JSON text; "" if the tool declared none) with
+// github.com/google/jsonschema-go, the validator go-sdk itself uses;
+// arguments that the schema's quick form (validate_fast.go) accepts skip
+// it. It returns an *ArgumentsError naming the field and why, or nil. A
+// schema that does not resolve (a dangling $ref, say) is not checked
+// locally: the server remains the judge of its own schema, and the call is
+// not refused for mcpledger's sake; ValidateArgs then returns an error
+// wrapping ErrSchemaUnresolved, for the caller to log and go on.
+func ValidateArgs(tool, schema string, args []byte) error {
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return &ArgumentsError{Tool: tool, Reason: "the arguments are not valid JSON: " + err.Error()}
@@ -81,8 +78,7 @@ func validateArgs(log *slog.Logger, tool, schema string, args []byte) error {
 	}
 	e := inputSchemas.get(schema)
 	if e.err != nil {
-		log.Warn("input schema does not resolve; arguments are not checked locally", "tool", tool, "err", e.err)
-		return nil
+		return fmt.Errorf("%w: %s: %w", ErrSchemaUnresolved, tool, e.err)
 	}
 	if e.rs == nil || e.quick != nil && e.quick.accepts(v) {
 		return nil

@@ -1,9 +1,9 @@
-package runtime
+package guard
 
-// The redactor's scan as it was before the mask-driven rewrite (commit
+// The Redactor's scan as it was before the mask-driven rewrite (commit
 // 9b798f9), kept verbatim (identifiers prefixed "ref") as the reference
 // that TestRedactDifferential and FuzzRedactDifferential compare the
-// redactor with: a class-table look-up at every byte, and a key check of
+// Redactor with: a class-table look-up at every byte, and a key check of
 // 14 bytes.Contains. It shares the unchanged helpers (tokenRun, jwt,
 // valueSpan, the byte predicates, the key word lists) with redact.go, and
 // since nested strings (see refSecretValue) its quoting helpers.
@@ -15,7 +15,7 @@ import (
 
 // refRedact returns b with every secret replaced. It returns b itself when
 // there is nothing to replace.
-func refRedact(r redactor, b []byte) []byte {
+func refRedact(r Redactor, b []byte) []byte {
 	for _, s := range r.secrets {
 		if bytes.Contains(b, s) {
 			b = bytes.ReplaceAll(b, s, redactMarker(s))
@@ -117,7 +117,7 @@ func refRedactPatterns(b []byte) []byte {
 // refSecretValue looks at a quote at i: if it opens a key that looks secret
 // (`"api_key": "v"`, or escaped inside a string, `\"api_key\": \"v\"`, at
 // any depth), it returns the span of the value's text. Its quoting is
-// redact.go's (quoteDepth, valueStart, valueEnd, since the redactor learnt
+// redact.go's (quoteDepth, valueStart, valueEnd, since the Redactor learnt
 // nested strings); what it keeps of 9b798f9 is the key check.
 func refSecretValue(b []byte, i int) (span, bool) {
 	// The key: a short run of name characters, closed by the same quote.

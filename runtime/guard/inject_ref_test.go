@@ -1,4 +1,4 @@
-package runtime
+package guard
 
 // The detector as it was before the single-pass rewrite (commit 9b798f9),
 // kept verbatim (identifiers prefixed "ref") as the reference that

@@ -1,4 +1,4 @@
-package runtime
+package guard
 
 import (
 	"math/rand/v2"
