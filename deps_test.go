@@ -31,8 +31,11 @@ var allowed = map[string][]string{
 	"fsm":         {"events", "github.com/looplab/fsm"},
 	"store":       {"events", "go.etcd.io/bbolt", "github.com/google/uuid"},
 	"projections": {"events"},
-	"runtime": {"events", "fsm", "projections", "runtime/guard", "runtime/internal",
-		"github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid", "github.com/fsnotify/fsnotify", "golang.org/x/sys"},
+	"runtime": {"events", "fsm", "projections", "runtime/config", "runtime/guard", "runtime/internal",
+		"github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid", "golang.org/x/sys"},
+	// config: sources, precedence, parsing, expansion, watching; it
+	// redacts what it journals with guard, and knows nothing of the Manager.
+	"runtime/config": {"events", "runtime/guard", "github.com/fsnotify/fsnotify"},
 	// guard: pure checks on a call's values, shared by the call path and
 	// the gateway; nothing of the Manager, the journal or the network.
 	"runtime/guard":       {"events", "runtime/internal", "github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go"},
@@ -140,6 +143,10 @@ func TestImportTableRules(t *testing.T) {
 		{"runtime", module + "/runtime/internal/swar", true},
 		{"runtime/guard", module + "/runtime/internal/swar", true},
 		{"runtime/guard", module + "/runtime", false},
+		{"runtime/config", module + "/runtime", false},
+		{"runtime/config", module + "/runtime/guard", true},
+		{"runtime/guard", module + "/runtime/config", false},
+		{"runtime", "github.com/fsnotify/fsnotify", false},
 		{"runtime/guard", module + "/store", false},
 		{"runtime/guard", "github.com/modelcontextprotocol/go-sdk/mcp", true},
 		{"runtime/guard", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false},

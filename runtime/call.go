@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
@@ -157,7 +158,7 @@ type call struct {
 	args     []byte
 	opts     *CallOptions
 	id       string
-	settings CallSettings
+	settings config.CallSettings
 	red      guard.Redactor
 	durable  bool
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
@@ -282,9 +283,9 @@ func BenchmarkCallPathSteps(b *testing.B) {
 		b.Fatal(err)
 	}
 	schema := `{"additionalProperties":false,"properties":{"message":{"type":"string"}},"required":["message"],"type":"object"}`
-	spec := ServerSpec{Env: []string{"API_TOKEN=tok-1234567890abcdef", "LOG_LEVEL=info"}}
+	spec := config.Spec{Env: []string{"API_TOKEN=tok-1234567890abcdef", "LOG_LEVEL=info"}}
 	args := map[string]any{"message": "hello ledger"}
-	red := guard.NewRedactor(spec.secrets()) // once per connection, as newConn does
+	red := guard.NewRedactor(spec.Secrets()) // once per connection, as newConn does
 	for _, tc := range []struct {
 		name   string
 		result func() []byte

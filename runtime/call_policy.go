@@ -3,82 +3,16 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/config"
 )
-
-// CallPolicy says whether a tool call needs approval before it is sent.
-type CallPolicy string
-
-const (
-	// PolicyAlways sends every call (the default: most agents have their
-	// own approval UI).
-	PolicyAlways CallPolicy = "always"
-	// PolicyNever denies every call; the server never sees it.
-	PolicyNever CallPolicy = "never"
-	// PolicyAsk consults Options.Approver, or the user when the caller is
-	// the user (mcpledger call); with neither, the call is denied.
-	PolicyAsk CallPolicy = "ask"
-)
-
-// Valid reports whether p is always, never or ask.
-func (p CallPolicy) Valid() bool { return p == PolicyAlways || p == PolicyNever || p == PolicyAsk }
-
-// CallSettings are a server's call settings from its config entry:
-// "callPolicy": "ask", "toolPolicies": {"delete_repo": "never"},
-// "toolTimeouts": {"slow_query": 300000} (milliseconds). They are not part
-// of the journaled config or its hash; each decision journals the policy
-// it applied.
-type CallSettings struct {
-	Policy       CallPolicy
-	ToolPolicies map[string]CallPolicy
-	ToolTimeouts map[string]time.Duration
-}
-
-// parseField reads "callPolicy", "toolPolicies" or "toolTimeouts"; the result is a problem to report
-// ("" when fine).
-func (cs *CallSettings) parseField(key string, val []byte) string {
-	switch key {
-	case "callPolicy":
-		var p CallPolicy
-		if json.Unmarshal(val, &p) != nil || !p.Valid() {
-			return `"callPolicy" must be "always", "never" or "ask"`
-		}
-		cs.Policy = p
-	case "toolPolicies":
-		var m map[string]CallPolicy
-		if json.Unmarshal(val, &m) != nil {
-			return `"toolPolicies" must be an object of tool name to "always", "never" or "ask"`
-		}
-		for _, k := range sortedNames(m) {
-			if !m[k].Valid() {
-				return fmt.Sprintf(`"toolPolicies": %q must be "always", "never" or "ask"`, k)
-			}
-		}
-		cs.ToolPolicies = m
-	case "toolTimeouts":
-		var m map[string]float64
-		if json.Unmarshal(val, &m) != nil {
-			return `"toolTimeouts" must be an object of tool name to milliseconds, like {"slow_query": 300000}`
-		}
-		cs.ToolTimeouts = map[string]time.Duration{}
-		for _, k := range sortedNames(m) {
-			ms := m[k]
-			if ms <= 0 || ms > maxTimeoutMs || ms != float64(int64(ms)) {
-				return fmt.Sprintf(`"toolTimeouts": %q must be a positive whole number of milliseconds`, k)
-			}
-			cs.ToolTimeouts[k] = time.Duration(ms) * time.Millisecond
-		}
-	}
-	return ""
-}
 
 // policyFor returns the policy for tool of a server with settings cs:
 // the tool's own, else the server's, else def (Options.CallPolicy).
-func policyFor(cs CallSettings, tool string, def CallPolicy) CallPolicy {
+func policyFor(cs config.CallSettings, tool string, def config.CallPolicy) config.CallPolicy {
 	if p, ok := cs.ToolPolicies[tool]; ok {
 		return p
 	}
@@ -88,7 +22,7 @@ func policyFor(cs CallSettings, tool string, def CallPolicy) CallPolicy {
 	if def != "" {
 		return def
 	}
-	return PolicyAlways
+	return config.PolicyAlways
 }
 
 // ApprovalRequest is what an Approver is asked about a call under policy
@@ -121,7 +55,7 @@ type Approver func(ctx context.Context, req ApprovalRequest) (Approval, error)
 
 // decision is the outcome of the approval step.
 type decision struct {
-	policy CallPolicy
+	policy config.CallPolicy
 	by     string // who allowed it: "policy", "approver:…", "user:…"
 }
 
@@ -131,13 +65,13 @@ type decision struct {
 // call.started records policy always, by policy.
 func (m *Manager) approve(ctx context.Context, cl *call) (decision, error) {
 	pol := policyFor(cl.settings, cl.entry.Tool, m.opts.CallPolicy)
-	if pol == PolicyAlways {
+	if pol == config.PolicyAlways {
 		return decision{policy: pol, by: "policy"}, nil
 	}
 	d := &events.CallDecided{CallID: cl.id, Tool: cl.entry.Tool, Name: cl.name, Policy: string(pol),
 		DefHash: cl.entry.DefHash, Decision: events.CallDeny}
 	switch {
-	case pol == PolicyNever:
+	case pol == config.PolicyNever:
 		d.By, d.Reason = "policy", "the call policy for this tool is never"
 	case cl.opts.UserApproved != "":
 		d.By, d.Decision = "user:"+cl.opts.UserApproved, events.CallAllow
@@ -191,7 +125,7 @@ func sanitizeBy(s string) string {
 // timeoutFor returns the call timeout for tool: the tool's own
 // ("toolTimeouts"), else the server's ("timeout"), else
 // Options.CallTimeout.
-func (m *Manager) timeoutFor(spec *ServerSpec, tool string) time.Duration {
+func (m *Manager) timeoutFor(spec *config.Spec, tool string) time.Duration {
 	if d, ok := spec.Call.ToolTimeouts[tool]; ok && d > 0 {
 		return d
 	}
@@ -204,8 +138,8 @@ func (m *Manager) timeoutFor(spec *ServerSpec, tool string) time.Duration {
 // setCallSettings publishes the call settings of the latest config
 // reading. Call settings are not journaled config (they change no
 // process), so they take effect on the next call, without a restart.
-func (m *Manager) setCallSettings(specs map[string]ServerSpec) {
-	cs := make(map[string]CallSettings, len(specs))
+func (m *Manager) setCallSettings(specs map[string]config.Spec) {
+	cs := make(map[string]config.CallSettings, len(specs))
 	for name, s := range specs {
 		cs[name] = s.Call
 	}
@@ -214,7 +148,7 @@ func (m *Manager) setCallSettings(specs map[string]ServerSpec) {
 
 // callSettingsFor returns server's call settings from the latest config
 // reading, or those of the connection's spec.
-func (m *Manager) callSettingsFor(server string, c *conn) CallSettings {
+func (m *Manager) callSettingsFor(server string, c *conn) config.CallSettings {
 	if p := m.callSettings.Load(); p != nil {
 		if s, ok := (*p)[server]; ok {
 			return s

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
@@ -179,7 +180,7 @@ func TestCallPolicyAndApprover(t *testing.T) {
 	var asked []runtime.ApprovalRequest
 	opts := fastOpts(configOf())
 	opts.InProcess = map[string]*mcp.Server{"mem": srv.srv}
-	opts.CallPolicy = runtime.PolicyAsk
+	opts.CallPolicy = config.PolicyAsk
 	opts.Approver = func(ctx context.Context, req runtime.ApprovalRequest) (runtime.Approval, error) {
 		asked = append(asked, req)
 		if strings.Contains(string(req.Args), "please") {
@@ -235,12 +236,12 @@ func TestCallPolicyFromConfig(t *testing.T) {
 		"toolPolicies": {"echo": "always"}, "toolTimeouts": {"slow": 300}}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	lc := runtime.LoadConfig(runtime.ConfigSources{Flags: []string{cfg}, Workspace: dir})
-	if len(lc.Warnings) > 0 || lc.Specs["s"].Call.Policy != runtime.PolicyNever {
+	lc := config.Load(config.Sources{Flags: []string{cfg}, Workspace: dir})
+	if len(lc.Warnings) > 0 || lc.Specs["s"].Call.Policy != config.PolicyNever {
 		t.Fatalf("config: %+v %q", lc.Specs["s"].Call, lc.Warnings)
 	}
 	j, adapter := openJournal(t)
-	m, _ := runtime.New(adapter, fastOpts(func() runtime.LoadedConfig { return lc }))
+	m, _ := runtime.New(adapter, fastOpts(func() config.Reading { return lc }))
 	if _, err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestCallPolicyFromConfig(t *testing.T) {
 		t.Errorf("counter (never): %v", err)
 	}
 	// A per-tool policy override lets slow through, with its own timeout.
-	lc.Specs["s"] = withCall(lc.Specs["s"], runtime.CallSettings{ToolPolicies: map[string]runtime.CallPolicy{"slow": runtime.PolicyAlways},
+	lc.Specs["s"] = withCall(lc.Specs["s"], config.CallSettings{ToolPolicies: map[string]config.CallPolicy{"slow": config.PolicyAlways},
 		ToolTimeouts: map[string]time.Duration{"slow": 300 * time.Millisecond}})
 	if err := m.Reload(ctx); err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestCallPolicyFromConfig(t *testing.T) {
 	}
 }
 
-func withCall(s runtime.ServerSpec, c runtime.CallSettings) runtime.ServerSpec {
+func withCall(s config.Spec, c config.CallSettings) config.Spec {
 	s.Call = c
 	return s
 }

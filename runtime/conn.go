@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
@@ -24,7 +25,7 @@ type conn struct {
 	m       *Manager
 	server  string
 	attempt int
-	spec    ServerSpec
+	spec    config.Spec
 	red     guard.Redactor  // the spec's secrets, for every call's journal records
 	ctx     context.Context // ends when the conn is torn down
 	cancel  context.CancelFunc
@@ -50,9 +51,9 @@ type conn struct {
 	readyOne      sync.Once
 }
 
-func newConn(m *Manager, server string, attempt int, spec ServerSpec) *conn {
+func newConn(m *Manager, server string, attempt int, spec config.Spec) *conn {
 	ctx, cancel := context.WithCancel(m.ctx)
-	return &conn{m: m, server: server, attempt: attempt, spec: spec, red: guard.NewRedactor(spec.secrets()), ctx: ctx, cancel: cancel,
+	return &conn{m: m, server: server, attempt: attempt, spec: spec, red: guard.NewRedactor(spec.Secrets()), ctx: ctx, cancel: cancel,
 		relist: make(chan string, 1), ready: make(chan struct{}), reaped: make(chan struct{}), handshook: make(chan struct{})}
 }
 

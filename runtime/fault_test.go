@@ -29,6 +29,7 @@ import (
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/replay"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
 )
@@ -76,7 +77,7 @@ func (f *faultFixture) echo(msg string) {
 type faultRow struct {
 	name string
 	// bad returns the misbehaving server's config entry (named "bad").
-	bad func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec)
+	bad func(f *faultFixture) (events.ServerConfig, config.Spec)
 	// opts adjusts the manager's options (fastOpts to start with).
 	opts func(o *runtime.Options)
 	// check drives the fault and asserts the state, reason and events.
@@ -181,7 +182,7 @@ func faultRows() []faultRow {
 			// with its exit and stderr, backoff between them, and the
 			// budget (MaxAttempts 3) ends it failed.
 			name: "crash_on_start",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_CRASH_ON_START=1")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -219,7 +220,7 @@ func faultRows() []faultRow {
 			// reconnect (tools re-listed), until the budget ends it failed.
 			// Every call was answered before its crash.
 			name: "crash_loop",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_CRASH_AFTER=1")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -265,7 +266,7 @@ func faultRows() []faultRow {
 			// (it may have acted), journaled as lost; the server is
 			// relaunched and serves again.
 			name: "exit_mid_call",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil)
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -300,7 +301,7 @@ func faultRows() []faultRow {
 			// times out (the server's "timeout", 400 ms), its process group
 			// is killed, and the budget (2) ends it failed.
 			name: "hang_in_initialize",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				c, s := stdio("bad", f.bin, nil, "MCPTEST_HANG_INITIALIZE=1", "MCPTEST_IGNORE_EOF=1")
 				s.Timeout = 400 * time.Millisecond
 				return c, s
@@ -333,7 +334,7 @@ func faultRows() []faultRow {
 			// the call times out (journaled), the server is told to cancel,
 			// and the session carries on.
 			name: "hang_in_call",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				c, s := stdio("bad", f.bin, nil)
 				s.Call.ToolTimeouts = map[string]time.Duration{"slow": 300 * time.Millisecond}
 				return c, s
@@ -363,7 +364,7 @@ func faultRows() []faultRow {
 			// Does not exit when stdin closes: stopping it escalates to
 			// SIGTERM after the grace (200 ms).
 			name: "ignore_stdin_eof",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_IGNORE_EOF=1")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -374,7 +375,7 @@ func faultRows() []faultRow {
 			// Ignores stdin EOF and SIGTERM: stopping it escalates to
 			// SIGKILL of its group after twice the grace.
 			name: "ignore_sigterm",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_IGNORE_EOF=1", "MCPTEST_IGNORE_SIGTERM=1")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -387,7 +388,7 @@ func faultRows() []faultRow {
 			// exits mid-call the shell exits; the whole group (the
 			// grandchild too) is killed, and the server comes back.
 			name: "wrapper_grandchild",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", "/bin/sh", []string{"-c", f.bin + "; :"},
 					"MCPTEST_SPAWN_CHILD=inherit", "MCPTEST_IGNORE_EOF=1", "MCPTEST_IGNORE_SIGTERM=1")
 			},
@@ -425,7 +426,7 @@ func faultRows() []faultRow {
 			// skipped and journaled (process.output_skipped), and the
 			// server works.
 			name: "garbage_stdout",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_GARBAGE_STDOUT=1")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -456,7 +457,7 @@ func faultRows() []faultRow {
 			// 10,000 extra tools: listed in pages, journaled in one
 			// tools.listed, all in the catalog, callable.
 			name: "tools_10000",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_TOOL_COUNT=10000")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -484,7 +485,7 @@ func faultRows() []faultRow {
 			// listed and journaled as sent; calling them never crashes
 			// anything, and the valid tools work.
 			name: "invalid_tool_schemas",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_BAD_SCHEMA=1")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -517,7 +518,7 @@ func faultRows() []faultRow {
 			// tools/list names "echo" twice: the catalog keeps the first
 			// definition, the journal keeps the list as sent.
 			name: "duplicate_tool_names",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_DUP_TOOLS=1")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -548,7 +549,7 @@ func faultRows() []faultRow {
 			// garbage, never by the result (checked without -race, which
 			// multiplies memory).
 			name: "result_100MB",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil)
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -579,7 +580,7 @@ func faultRows() []faultRow {
 			// coalesced (one pending at a time), and the last listing
 			// matches the server's final tools.
 			name: "list_changed_storm",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				return stdio("bad", f.bin, nil, "MCPTEST_LIST_CHANGED_STORM=200")
 			},
 			check: func(t *testing.T, f *faultFixture) {
@@ -620,7 +621,7 @@ func faultRows() []faultRow {
 			// apart, each notified. Re-lists never exceed the
 			// notifications, and the catalog ends as the server does.
 			name: "list_changed_storm_http",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				url, _ := runtimetest.StartHTTP(f.t, f.bin, []string{"MCPTEST_LIST_CHANGED_STORM=100"})
 				return remote("bad", events.TransportHTTP, url, nil)
 			},
@@ -658,7 +659,7 @@ func faultRows() []faultRow {
 			// reconnects find the endpoint unreachable, and the budget ends
 			// it failed. Calls fail fast meanwhile.
 			name: "http_server_dies",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				url, cmd := runtimetest.StartHTTP(f.t, f.bin, nil)
 				f.groups = append(f.groups, cmd.Process.Pid)
 				return remote("bad", events.TransportHTTP, url, nil)
@@ -698,7 +699,7 @@ func faultRows() []faultRow {
 			// and, still getting 500s, ends failed; once it is healthy
 			// again a reconnect brings it back.
 			name: "http_500s",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				srv := echoServer("web")
 				h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 				ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -742,7 +743,7 @@ func faultRows() []faultRow {
 			// old MCP session is gone there. The loss is detected, the
 			// server reconnected and its tools re-listed.
 			name: "http_session_lost",
-			bad: func(f *faultFixture) (events.ServerConfig, runtime.ServerSpec) {
+			bad: func(f *faultFixture) (events.ServerConfig, config.Spec) {
 				// The restart reuses the port: one below the ephemeral
 				// range, which no dial can take while the server is down.
 				url, cmd, err := startHTTPOn(f.t, f.bin, runtimetest.AddrOutsideEphemeral(f.t))

@@ -13,17 +13,18 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
-func remote(name string, tr events.Transport, url string, headers map[string]string) (events.ServerConfig, runtime.ServerSpec) {
+func remote(name string, tr events.Transport, url string, headers map[string]string) (events.ServerConfig, config.Spec) {
 	c := events.ServerConfig{Name: name, Scope: events.ScopeUser, Transport: tr, URL: url}
 	for k, v := range headers {
 		c.Headers = append(c.Headers, events.KV{Key: k, Value: v})
 	}
 	c.Headers = events.RedactKVs(c.Headers)
 	c.Hash = events.ConfigHash(&c)
-	return c, runtime.ServerSpec{Config: c, URL: url, Headers: headers}
+	return c, config.Spec{Config: c, URL: url, Headers: headers}
 }
 
 func TestHTTPTransports(t *testing.T) {

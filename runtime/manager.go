@@ -17,6 +17,7 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime/config"
 )
 
 // Manager supervises a set of MCP servers for one session. Create it with
@@ -66,7 +67,7 @@ type Manager struct {
 
 	// callSettings are the servers' call settings of the latest config
 	// reading (see setCallSettings).
-	callSettings atomic.Pointer[map[string]CallSettings]
+	callSettings atomic.Pointer[map[string]config.CallSettings]
 
 	// journalErr is broken, readable without procMu: relaxed call records
 	// are only queued, so their callers check it before sending (see submit).
@@ -79,7 +80,7 @@ type Manager struct {
 	set       *projections.Set
 	conns     map[string]*conn
 	timers    timerHeap
-	specs     map[string]ServerSpec
+	specs     map[string]config.Spec
 	broken    error
 	lastLater func(context.Context) error
 	held      []events.Event // relaxed records not yet handed to the journal (see hold)
@@ -133,7 +134,7 @@ func New(j Journal, opts *Options) (*Manager, error) {
 	m := &Manager{j: j, opts: o, log: o.Logger, sid: uuid.Must(uuid.NewV7()), ctx: ctx, cancel: cancel,
 		inbox: make(chan *request, 256), loopDone: make(chan struct{}), callCtx: callCtx, callCancel: callCancel,
 		subs: map[chan *View]struct{}{}, set: projections.NewSet(), conns: map[string]*conn{},
-		specs: map[string]ServerSpec{}, reaper: newReaper(o.ShimPath, o.Logger)}
+		specs: map[string]config.Spec{}, reaper: newReaper(o.ShimPath, o.Logger)}
 	m.view.Store(&View{Session: m.sid, index: map[string]int{}, live: map[string]*conn{}, state: map[string]projections.ServerStatus{}})
 	return m, nil
 }
@@ -405,10 +406,10 @@ func (m *Manager) observeConfig(ctx context.Context, trigger string) (result, er
 }
 
 // observeLoaded submits an already loaded config reading.
-func (m *Manager) observeLoaded(ctx context.Context, trigger string, lc LoadedConfig) (result, error) {
+func (m *Manager) observeLoaded(ctx context.Context, trigger string, lc config.Reading) (result, error) {
 	obs := lc.Observed
 	obs.Trigger = trigger
-	specs := map[string]ServerSpec{}
+	specs := map[string]config.Spec{}
 	for name, s := range lc.Specs {
 		specs[name] = s
 	}
@@ -420,7 +421,7 @@ func (m *Manager) observeLoaded(ctx context.Context, trigger string, lc LoadedCo
 		c := events.ServerConfig{Name: name, Scope: events.ScopeEmbed, Transport: events.TransportInProcess, Command: "in-process:" + name}
 		c.Hash = events.ConfigHash(&c)
 		obs.Servers = append(obs.Servers, c)
-		specs[name] = ServerSpec{Config: c}
+		specs[name] = config.Spec{Config: c}
 	}
 	sortServers(obs.Servers)
 	req := &request{ev: events.Event{Kind: events.KindConfigObserved, Payload: &obs}, durable: true}

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
@@ -38,7 +39,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Config loads the configuration. It is called at Start and on every
 	// reload. Nil means no configured servers (only InProcess ones).
-	Config func() LoadedConfig
+	Config func() config.Reading
 	// InProcess are go-sdk servers run in-process over in-memory
 	// transports, supervised and journaled like any other (scope embedded).
 	InProcess map[string]*mcp.Server
@@ -106,8 +107,8 @@ type Options struct {
 
 	// CallPolicy is the call policy of servers and tools whose config sets
 	// none ("callPolicy", "toolPolicies"; default always). Under ask,
-	// Approver decides; see [CallPolicy]. An unknown value is taken as ask.
-	CallPolicy CallPolicy
+	// Approver decides; see [config.CallPolicy]. An unknown value is taken as ask.
+	CallPolicy config.CallPolicy
 	// Approver decides calls under policy ask (nil: such calls are denied,
 	// unless the caller is the user: CallOptions.UserApproved).
 	Approver Approver
@@ -155,7 +156,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Config == nil {
-		o.Config = func() LoadedConfig { return LoadedConfig{} }
+		o.Config = func() config.Reading { return config.Reading{} }
 	}
 	if o.StartupGate <= 0 {
 		o.StartupGate = 250 * time.Millisecond
@@ -198,9 +199,9 @@ func (o Options) withDefaults() Options {
 	}
 	switch {
 	case o.CallPolicy == "":
-		o.CallPolicy = PolicyAlways
+		o.CallPolicy = config.PolicyAlways
 	case !o.CallPolicy.Valid():
-		o.CallPolicy = PolicyAsk // an unknown policy fails safe
+		o.CallPolicy = config.PolicyAsk // an unknown policy fails safe
 	}
 	if o.MaxResultChars == 0 {
 		o.MaxResultChars = guard.DefaultMaxResultChars

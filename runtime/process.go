@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpledger/mcpledger/runtime/config"
 )
 
 // stderrTailLines is how many of a server's last stderr lines are kept and
@@ -40,7 +42,7 @@ type process struct {
 // spawn starts spec's command in a new process group with stdio pipes. The
 // child gets SIGKILL if mcpledger dies (Pdeathsig); r, when set, guards the
 // rest of its group (a wrapper's children) too (see reaper).
-func spawn(spec *ServerSpec, r *reaper) (*process, error) {
+func spawn(spec *config.Spec, r *reaper) (*process, error) {
 	env := append(os.Environ(), spec.Env...) // mcpledger's environment plus the server's own
 	// Resolve the command as the child would (its PATH, its cwd), so that a
 	// missing executable is a spawn error.

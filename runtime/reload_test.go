@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
@@ -19,7 +20,7 @@ import (
 type workspace struct {
 	t                   *testing.T
 	dir, userDir, flags string
-	src                 runtime.ConfigSources
+	src                 config.Sources
 }
 
 func newWorkspace(t *testing.T) *workspace {
@@ -30,7 +31,7 @@ func newWorkspace(t *testing.T) *workspace {
 			t.Fatal(err)
 		}
 	}
-	w.src = runtime.ConfigSources{Workspace: w.dir, UserDir: w.userDir, LookupEnv: os.LookupEnv, Home: root}
+	w.src = config.Sources{Workspace: w.dir, UserDir: w.userDir, LookupEnv: os.LookupEnv, Home: root}
 	return w
 }
 
@@ -72,8 +73,8 @@ func (w *workspace) flagFile(servers map[string]any) {
 	}
 }
 func (w *workspace) user(v map[string]any) { w.write(filepath.Join(w.userDir, "config.json"), v) }
-func (w *workspace) loader() func() runtime.LoadedConfig {
-	return func() runtime.LoadedConfig { return runtime.LoadConfig(w.src) }
+func (w *workspace) loader() func() config.Reading {
+	return func() config.Reading { return config.Load(w.src) }
 }
 
 func (w *workspace) opts(watch bool) *runtime.Options {

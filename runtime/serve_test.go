@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -566,7 +567,7 @@ func TestGatewayPlainNamesCollisionRefused(t *testing.T) {
 
 func TestGatewayAskPolicyApprovedByElicitation(t *testing.T) {
 	up, _ := upstream("up")
-	f := startGateway(t, nil, func(o *runtime.Options) { o.CallPolicy = runtime.PolicyAsk }, map[string]*mcp.Server{"up": up})
+	f := startGateway(t, nil, func(o *runtime.Options) { o.CallPolicy = config.PolicyAsk }, map[string]*mcp.Server{"up": up})
 	var asked []string
 	var mu sync.Mutex
 	yes := f.connect(t, "approver-client", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {

@@ -15,12 +15,13 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
 // stdio returns a config entry and its resolved spec for the test server
 // run with env (KEY=VALUE). The server's command may be wrapped.
-func stdio(name, command string, args []string, env ...string) (events.ServerConfig, runtime.ServerSpec) {
+func stdio(name, command string, args []string, env ...string) (events.ServerConfig, config.Spec) {
 	c := events.ServerConfig{Name: name, Scope: events.ScopeFlag, Transport: events.TransportStdio, Command: command, Args: args}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -28,21 +29,21 @@ func stdio(name, command string, args []string, env ...string) (events.ServerCon
 	}
 	c.Env = events.RedactKVs(c.Env)
 	c.Hash = events.ConfigHash(&c)
-	return c, runtime.ServerSpec{Config: c, Command: command, Args: args, Env: env}
+	return c, config.Spec{Config: c, Command: command, Args: args, Env: env}
 }
 
-func configOf(entries ...any) func() runtime.LoadedConfig {
-	lc := runtime.LoadedConfig{Specs: map[string]runtime.ServerSpec{}}
+func configOf(entries ...any) func() config.Reading {
+	lc := config.Reading{Specs: map[string]config.Spec{}}
 	for i := 0; i < len(entries); i += 2 {
 		c := entries[i].(events.ServerConfig)
 		lc.Observed.Servers = append(lc.Observed.Servers, c)
-		lc.Specs[c.Name] = entries[i+1].(runtime.ServerSpec)
+		lc.Specs[c.Name] = entries[i+1].(config.Spec)
 	}
-	return func() runtime.LoadedConfig { return lc }
+	return func() config.Reading { return lc }
 }
 
 // fastOpts are options for tests: short backoff, small grace, no pings.
-func fastOpts(cfg func() runtime.LoadedConfig) *runtime.Options {
+func fastOpts(cfg func() config.Reading) *runtime.Options {
 	return &runtime.Options{Config: cfg, Seed: 1, TerminateGrace: 200 * time.Millisecond, PingInterval: -1,
 		StartupTimeout: 10 * time.Second,
 		Decider:        events.DeciderOptions{BackoffBaseMs: 20, BackoffMaxMs: 50, MaxAttempts: 3, StormLimit: 50}}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/mcpledger/mcpledger/events"
 	"io"
 	"os"
+
+	"github.com/mcpledger/mcpledger/events"
 
 	"github.com/mcpledger/mcpledger/store"
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 )
 
 // configFlags are the flags of commands that load the configuration.
@@ -38,14 +39,14 @@ func (c *configFlags) register(f *commandFlags) {
 }
 
 // loader returns the config loader the runtime calls at start and reload.
-func (c *configFlags) loader(e *env) func() rt.LoadedConfig {
+func (c *configFlags) loader(e *env) func() config.Reading {
 	ws := c.workspace
 	if ws == "" {
 		ws, _ = os.Getwd()
 	}
 	home := e.getenv("HOME")
 	lookup := func(k string) (string, bool) { return os.LookupEnv(k) }
-	src := rt.ConfigSources{Flags: c.configs, Workspace: ws, UserDir: rt.UserConfigDir(lookup, home),
+	src := config.Sources{Flags: c.configs, Workspace: ws, UserDir: config.UserDir(lookup, home),
 		LookupEnv: lookup, Home: home}
 	if c.allowed != "" {
 		src.HasLaunchBound = true
@@ -55,7 +56,7 @@ func (c *configFlags) loader(e *env) func() rt.LoadedConfig {
 			}
 		}
 	}
-	return func() rt.LoadedConfig { return rt.LoadConfig(src) }
+	return func() config.Reading { return config.Load(src) }
 }
 
 func (c *configFlags) options(e *env, command string) (*rt.Options, error) {

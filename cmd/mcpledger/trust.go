@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 )
 
 // TrustCommand adds a directory to trustedFolders in the user config, so
@@ -41,7 +41,7 @@ func (c *TrustCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("trust: %s is not a directory", abs)
 	}
 	lookup := func(k string) (string, bool) { return os.LookupEnv(k) }
-	userDir := rt.UserConfigDir(lookup, c.env.getenv("HOME"))
+	userDir := config.UserDir(lookup, c.env.getenv("HOME"))
 	if userDir == "" {
 		return errors.New("trust: no user config directory: set XDG_CONFIG_HOME or HOME")
 	}

@@ -1,4 +1,4 @@
-package runtime
+package config
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func configDirs(t *testing.T) (ws, user string) {
 	return ws, user
 }
 
-func server(tb testing.TB, lc LoadedConfig, name string) events.ServerConfig {
+func server(tb testing.TB, lc Reading, name string) events.ServerConfig {
 	tb.Helper()
 	for _, s := range lc.Observed.Servers {
 		if s.Name == name {
@@ -93,7 +93,7 @@ func TestConfigPrecedence(t *testing.T) {
 			writeConfig(t, filepath.Join(user, "servers.d", ".#00.json"), servers(`"shared": `+stdio("lock")))
 			writeConfig(t, filepath.Join(user, "servers.d", "00.json.bak"), servers(`"shared": `+stdio("bak")))
 
-			lc := LoadConfig(ConfigSources{
+			lc := Load(Sources{
 				Flags:     []string{paths["flag1"], paths["flag2"]},
 				Workspace: ws, UserDir: user, Home: "/home/u",
 			})
@@ -153,7 +153,7 @@ func TestConfigProjectDisabled(t *testing.T) {
 			ws, user := configDirs(t)
 			writeConfig(t, filepath.Join(ws, ".mcp.json"), servers(`"proj": `+stdio("p")))
 			writeConfig(t, filepath.Join(user, "config.json"), `{"enableProjectConfig": `+enable+`, "mcpServers": {"mine": `+stdio("m")+`}}`)
-			lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user})
+			lc := Load(Sources{Workspace: ws, UserDir: user})
 			names := []string{}
 			for _, s := range lc.Observed.Servers {
 				names = append(names, s.Name)
@@ -187,10 +187,10 @@ func TestConfigExpansion(t *testing.T) {
 		name    string
 		entry   string
 		invalid string // substring; "" = valid
-		check   func(t *testing.T, s ServerSpec)
+		check   func(t *testing.T, s Spec)
 	}{
 		{"header from server env", `{"url": "https://h/mcp", "env": {"TOKEN": "${GH_PAT}"}, "headers": {"Authorization": "Bearer ${TOKEN}"}}`, "",
-			func(t *testing.T, s ServerSpec) {
+			func(t *testing.T, s Spec) {
 				if got := s.Headers["Authorization"]; got != "Bearer ghp_fromprocess" {
 					t.Errorf("Authorization = %q, want the server env's TOKEN", got)
 				}
@@ -198,7 +198,7 @@ func TestConfigExpansion(t *testing.T) {
 		{"header never from process env", `{"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}`,
 			`header "Authorization" uses ${TOKEN}, which the server's "env" block does not set: add "TOKEN" to "env"`, nil},
 		{"url from server env", `{"url": "https://h/${P}/mcp", "env": {"P": "v1"}}`, "",
-			func(t *testing.T, s ServerSpec) {
+			func(t *testing.T, s Spec) {
 				if s.URL != "https://h/v1/mcp" {
 					t.Errorf("URL = %q", s.URL)
 				}
@@ -209,20 +209,20 @@ func TestConfigExpansion(t *testing.T) {
 		{"unresolved in env", `{"command": "srv", "env": {"K": "${NOPE}"}}`, `"env" key "K" uses ${NOPE}, which is not set`, nil},
 		{"malformed", `{"command": "srv", "args": ["${1X}"]}`, `"args"[0] has a malformed ${...}: write ${NAME} or ${NAME:-default}`, nil},
 		{"defaults", `{"command": "${DIR}/bin/${NAME:-srv}", "args": ["${EMPTY:-fallback}", "${EMPTY}", "$HOME", "${DIR:-x}"], "cwd": "${DIR}/work"}`, "",
-			func(t *testing.T, s ServerSpec) {
+			func(t *testing.T, s Spec) {
 				want := []string{"fallback", "", "$HOME", "/srv"}
 				if s.Command != "/srv/bin/srv" || !slices.Equal(s.Args, want) || s.Cwd != "/srv/work" {
 					t.Errorf("command %q args %q cwd %q; want /srv/bin/srv %q /srv/work", s.Command, s.Args, s.Cwd, want)
 				}
 			}},
 		{"tilde", `{"command": "~/bin/srv", "cwd": "~"}`, "",
-			func(t *testing.T, s ServerSpec) {
+			func(t *testing.T, s Spec) {
 				if s.Command != "/home/u/bin/srv" || s.Cwd != "/home/u" {
 					t.Errorf("command %q cwd %q", s.Command, s.Cwd)
 				}
 			}},
 		{"cwd relative and default", `{"command": "srv", "env": {"B": "2", "A": "${DIR}"}}`, "",
-			func(t *testing.T, s ServerSpec) {
+			func(t *testing.T, s Spec) {
 				if !filepath.IsAbs(s.Cwd) || filepath.Base(s.Cwd) != "ws" {
 					t.Errorf("cwd %q, want the workspace", s.Cwd)
 				}
@@ -236,7 +236,7 @@ func TestConfigExpansion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ws, _ := configDirs(t)
 			writeConfig(t, filepath.Join(ws, "c.json"), servers(`"s": `+tt.entry))
-			lc := LoadConfig(ConfigSources{Flags: []string{filepath.Join(ws, "c.json")}, Workspace: ws, LookupEnv: proc.lookup, Home: "/home/u"})
+			lc := Load(Sources{Flags: []string{filepath.Join(ws, "c.json")}, Workspace: ws, LookupEnv: proc.lookup, Home: "/home/u"})
 			s := server(t, lc, "s")
 			if tt.invalid == "" && s.Invalid != "" || !strings.Contains(s.Invalid, tt.invalid) {
 				t.Fatalf("Invalid = %q, want %q", s.Invalid, tt.invalid)
@@ -298,7 +298,7 @@ func TestConfigRedaction(t *testing.T) {
 		   "headers": {"X-Lit": "lit-header-S3CRET", "Authorization": "Bearer ${T}"}, "bogus": 1}`,
 		`"broken": {"url": "https://h/mcp", "env": {"T": "${PROC_HDR}"}, "headers": {"X": "${T}", "Y": "${U}"}}`,
 	))
-	lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PROC_ENV": "proc-env-S3CRET", "PROC_HDR": "proc-header-S3CRET", "GH_TOKEN": "gh-value"}.lookup})
+	lc := Load(Sources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PROC_ENV": "proc-env-S3CRET", "PROC_HDR": "proc-header-S3CRET", "GH_TOKEN": "gh-value"}.lookup})
 	obs := lc.Observed
 	obs.Trigger = "start"
 	js, err := json.Marshal(obs)
@@ -391,7 +391,7 @@ func TestConfigTrust(t *testing.T) {
 			}
 			b, _ := json.Marshal(map[string]any{"trustedFolders": folders})
 			writeConfig(t, filepath.Join(user, "config.json"), string(b))
-			lc := LoadConfig(ConfigSources{Workspace: filepath.Join(root, tt.workspace), UserDir: user, Home: home})
+			lc := Load(Sources{Workspace: filepath.Join(root, tt.workspace), UserDir: user, Home: home})
 			if lc.Observed.Trusted != tt.want {
 				t.Errorf("Trusted = %v, want %v", lc.Observed.Trusted, tt.want)
 			}
@@ -428,7 +428,7 @@ func TestConfigSettings(t *testing.T) {
 			writeConfig(t, filepath.Join(user, "config.json"), tt.user)
 			// Settings in a project file never count.
 			writeConfig(t, filepath.Join(ws, ".mcp.json"), `{"allowed": ["evil"], "trustedFolders": ["/"], "mcpServers": {}}`)
-			lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user, LaunchBound: []string{"b", "a"}, HasLaunchBound: true})
+			lc := Load(Sources{Workspace: ws, UserDir: user, LaunchBound: []string{"b", "a"}, HasLaunchBound: true})
 			o := lc.Observed
 			if !reflect.DeepEqual(o.Allowed, tt.wantAllowed) || o.HasAllowed != tt.wantHas || !reflect.DeepEqual(o.Excluded, tt.wantExcl) {
 				t.Errorf("allowed %#v (has %v) excluded %#v; want %#v (%v) %#v", o.Allowed, o.HasAllowed, o.Excluded, tt.wantAllowed, tt.wantHas, tt.wantExcl)
@@ -451,15 +451,15 @@ func TestConfigSettings(t *testing.T) {
 
 func TestConfigMissingSources(t *testing.T) {
 	ws, user := configDirs(t)
-	lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user})
+	lc := Load(Sources{Workspace: ws, UserDir: user})
 	if len(lc.Observed.Errors) != 0 || len(lc.Observed.Servers) != 0 {
 		t.Errorf("no files: errors %q servers %+v", lc.Observed.Errors, lc.Observed.Servers)
 	}
-	lc = LoadConfig(ConfigSources{Flags: []string{filepath.Join(ws, "nope.json")}})
+	lc = Load(Sources{Flags: []string{filepath.Join(ws, "nope.json")}})
 	if len(lc.Observed.Errors) != 1 || !strings.Contains(lc.Observed.Errors[0], "nope.json: --mcp-config file does not exist: check the path") {
 		t.Errorf("errors %q", lc.Observed.Errors)
 	}
-	lc = LoadConfig(ConfigSources{Flags: []string{ws}})
+	lc = Load(Sources{Flags: []string{ws}})
 	if len(lc.Observed.Errors) != 1 || !strings.Contains(lc.Observed.Errors[0], "cannot read: is a directory") {
 		t.Errorf("errors %q", lc.Observed.Errors)
 	}
@@ -467,7 +467,7 @@ func TestConfigMissingSources(t *testing.T) {
 
 func TestConfigEqual(t *testing.T) {
 	base := func() events.ConfigObserved {
-		f := parseConfigFile("/x.json", mustRead(t, "testdata/config/mixed.json"), events.ScopeUser, true)
+		f := parseConfigFile("/x.json", mustRead(t, "testdata/mixed.json"), events.ScopeUser, true)
 		o := events.ConfigObserved{Trigger: "start", Workspace: "/w", Excluded: []string{"a", "b"}}
 		for _, s := range f.servers {
 			o.Servers = append(o.Servers, s.cfg)
@@ -505,25 +505,25 @@ func TestConfigEqual(t *testing.T) {
 	for _, tt := range tests {
 		a, b := base(), base()
 		tt.mutate(&b)
-		if got := ConfigEqual(a, b); got != tt.want {
-			t.Errorf("%s: ConfigEqual = %v, want %v", tt.name, got, tt.want)
+		if got := Equal(a, b); got != tt.want {
+			t.Errorf("%s: Equal = %v, want %v", tt.name, got, tt.want)
 		}
-		if got := ConfigEqual(b, a); got != tt.want {
-			t.Errorf("%s (swapped): ConfigEqual = %v, want %v", tt.name, got, tt.want)
+		if got := Equal(b, a); got != tt.want {
+			t.Errorf("%s (swapped): Equal = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 	// Absent servers and excluded lists equal empty ones.
-	if !ConfigEqual(events.ConfigObserved{}, events.ConfigObserved{Servers: []events.ServerConfig{}, Excluded: []string{}}) {
+	if !Equal(events.ConfigObserved{}, events.ConfigObserved{Servers: []events.ServerConfig{}, Excluded: []string{}}) {
 		t.Error("nil servers != empty servers")
 	}
-	if !ConfigEqual(events.ConfigObserved{Allowed: []string{"a", "b"}, HasAllowed: true}, events.ConfigObserved{Allowed: []string{"b", "a"}, HasAllowed: true}) {
+	if !Equal(events.ConfigObserved{Allowed: []string{"a", "b"}, HasAllowed: true}, events.ConfigObserved{Allowed: []string{"b", "a"}, HasAllowed: true}) {
 		t.Error("allowed compared by order")
 	}
 	// A reading compares equal to a second reading of the same files.
 	ws, user := configDirs(t)
-	writeConfig(t, filepath.Join(user, "config.json"), string(mustRead(t, "testdata/config/claude.json")))
-	src := ConfigSources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PGPASSWORD": "pw"}.lookup, Home: "/home/u"}
-	if !ConfigEqual(LoadConfig(src).Observed, LoadConfig(src).Observed) {
+	writeConfig(t, filepath.Join(user, "config.json"), string(mustRead(t, "testdata/claude.json")))
+	src := Sources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PGPASSWORD": "pw"}.lookup, Home: "/home/u"}
+	if !Equal(Load(src).Observed, Load(src).Observed) {
 		t.Error("two readings of the same files differ")
 	}
 }
@@ -540,8 +540,8 @@ func TestUserConfigDir(t *testing.T) {
 		{envMap{}, "", ""},
 	}
 	for _, tt := range tests {
-		if got := UserConfigDir(tt.env.lookup, tt.home); got != tt.want {
-			t.Errorf("UserConfigDir(%v, %q) = %q, want %q", tt.env, tt.home, got, tt.want)
+		if got := UserDir(tt.env.lookup, tt.home); got != tt.want {
+			t.Errorf("UserDir(%v, %q) = %q, want %q", tt.env, tt.home, got, tt.want)
 		}
 	}
 }

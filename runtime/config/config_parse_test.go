@@ -1,4 +1,4 @@
-package runtime
+package config
 
 import (
 	"bytes"
@@ -14,11 +14,11 @@ import (
 // ---- parsing one config file: entries, syntax errors, types, hashes, JSONC ----
 
 func TestConfigInvalidEntries(t *testing.T) {
-	fixture, err := filepath.Abs("testdata/config/mixed.json")
+	fixture, err := filepath.Abs("testdata/mixed.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lc := LoadConfig(ConfigSources{Flags: []string{fixture}, LookupEnv: envMap{"GH_PAT": "ghp_secret"}.lookup, Home: "/home/u"})
+	lc := Load(Sources{Flags: []string{fixture}, LookupEnv: envMap{"GH_PAT": "ghp_secret"}.lookup, Home: "/home/u"})
 	if len(lc.Observed.Errors) != 0 {
 		t.Fatalf("errors: %q", lc.Observed.Errors)
 	}
@@ -99,7 +99,7 @@ func TestConfigSyntaxError(t *testing.T) {
 			bad := filepath.Join(ws, ".mcp.json")
 			writeConfig(t, bad, tt.content)
 			writeConfig(t, filepath.Join(user, "config.json"), servers(`"ok": `+stdio("ok")))
-			lc := LoadConfig(ConfigSources{Workspace: ws, UserDir: user})
+			lc := Load(Sources{Workspace: ws, UserDir: user})
 			if len(lc.Observed.Errors) != 1 || !strings.HasPrefix(lc.Observed.Errors[0], bad+":"+tt.want) {
 				t.Fatalf("errors %q, want one starting %q", lc.Observed.Errors, bad+":"+tt.want)
 			}
@@ -130,7 +130,7 @@ func TestConfigTypes(t *testing.T) {
 			t.Errorf("%s: got %+v, want transport %q", tt.entry, f.servers, tt.want)
 		}
 	}
-	f := parseConfigFile("/vscode.json", mustRead(t, "testdata/config/vscode.json"), events.ScopeFlag, false)
+	f := parseConfigFile("/vscode.json", mustRead(t, "testdata/vscode.json"), events.ScopeFlag, false)
 	if len(f.errs) > 0 || len(f.servers) != 2 {
 		t.Fatalf("vscode.json: errs %q servers %+v", f.errs, f.servers)
 	}

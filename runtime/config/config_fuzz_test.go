@@ -1,4 +1,4 @@
-package runtime
+package config
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ const fuzzSecret = "fuzz-S3CRET-value"
 // and a secret from the environment never reaches the journaled form.
 func FuzzParseConfig(f *testing.F) {
 	for _, name := range []string{"mixed.json", "vscode.json", "claude.json"} {
-		f.Add(mustRead(f, filepath.Join("testdata", "config", name)))
+		f.Add(mustRead(f, filepath.Join("testdata", name)))
 	}
 	for _, s := range []string{
 		``, `{}`, `[]`, `null`, `{"mcpServers": null}`, `{"mcpServers": {"a": null}}`,
@@ -39,7 +39,7 @@ func FuzzParseConfig(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	src := ConfigSources{LookupEnv: envMap{"S": fuzzSecret, "HOME": "/h"}.lookup, Home: "/h"}
+	src := Sources{LookupEnv: envMap{"S": fuzzSecret, "HOME": "/h"}.lookup, Home: "/h"}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cf := parseConfigFile("/fuzz.json", data, events.ScopeUser, true)
 		if len(cf.errs) > 0 && len(cf.servers) > 0 {

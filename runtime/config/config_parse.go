@@ -1,4 +1,4 @@
-package runtime
+package config
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 )
 
 // This file reads one config file: JSONC cleanup, the top-level shape and
-// one server entry at a time. Nothing here does I/O; LoadConfig
+// one server entry at a time. Nothing here does I/O; Load
 // (config.go) reads the files, merges the sources and expands ${VAR}.
 
 // configFile is what one source file yielded.

@@ -1,4 +1,4 @@
-package runtime
+package config
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
-// ConfigSources says where [LoadConfig] looks for configuration and what
+// Sources says where [Load] looks for configuration and what
 // it may read from the process. Library code never reads the environment
 // itself: the caller passes os.LookupEnv and the home directory.
 //
@@ -29,7 +29,7 @@ import (
 //     "allowed", "excluded", "trustedFolders" and "enableProjectConfig";
 //  4. drop-ins UserDir/servers.d/*.json, by file name: an earlier name
 //     wins (dot files are skipped).
-type ConfigSources struct {
+type Sources struct {
 	// Flags are the --mcp-config files in command-line order. A missing
 	// flag file is an error; a missing file of any other source is not.
 	Flags []string
@@ -37,7 +37,7 @@ type ConfigSources struct {
 	// untrusted).
 	Workspace string
 	// UserDir is $XDG_CONFIG_HOME/mcpledger ("" for none); see
-	// [UserConfigDir].
+	// [UserDir].
 	UserDir string
 	// LaunchBound is the --allowed-servers upper bound, meaningful when
 	// HasLaunchBound is true (an empty bound denies all).
@@ -51,10 +51,10 @@ type ConfigSources struct {
 	Home string
 }
 
-// ServerSpec is one server's resolved configuration: what the runtime
+// Spec is one server's resolved configuration: what the runtime
 // runs. It holds expanded secrets and lives in memory only; only Config
 // (as written, redacted) may be journaled.
-type ServerSpec struct {
+type Spec struct {
 	// Config is the journaled form: as written, env and header values
 	// replaced by digests.
 	Config events.ServerConfig
@@ -79,12 +79,12 @@ type ServerSpec struct {
 	Call CallSettings
 }
 
-// secrets returns the resolved values of s that must never reach the
-// journal (see guard.Secrets).
-func (s *ServerSpec) secrets() []string { return guard.Secrets(s.Env, s.Headers) }
+// Secrets returns the resolved values of s that must never reach the
+// journal or a log (see guard.Secrets).
+func (s *Spec) Secrets() []string { return guard.Secrets(s.Env, s.Headers) }
 
-// LoadedConfig is one complete reading of every config source.
-type LoadedConfig struct {
+// Reading is one complete reading of every config source.
+type Reading struct {
 	// Observed is what is journaled. The caller sets Trigger. Servers are
 	// sorted by name, Workspace is canonical (absolute, symlinks
 	// resolved), Trusted says whether it is equal to or under a
@@ -93,7 +93,7 @@ type LoadedConfig struct {
 	Observed events.ConfigObserved
 	// Specs holds the resolved spec of every server that is valid and not
 	// disabled, by name. Secrets: never journal or log it.
-	Specs map[string]ServerSpec
+	Specs map[string]Spec
 	// Warnings are problems that do not stop anything (unknown fields,
 	// shadowed servers, ignored settings). They never quote env or header
 	// values.
@@ -103,10 +103,10 @@ type LoadedConfig struct {
 	Files []string
 }
 
-// UserConfigDir returns $XDG_CONFIG_HOME/mcpledger, falling back to
+// UserDir returns $XDG_CONFIG_HOME/mcpledger, falling back to
 // home/.config/mcpledger when XDG_CONFIG_HOME is unset or relative, and
 // "" when neither is known.
-func UserConfigDir(lookupEnv func(string) (string, bool), home string) string {
+func UserDir(lookupEnv func(string) (string, bool), home string) string {
 	if lookupEnv != nil {
 		if x, ok := lookupEnv("XDG_CONFIG_HOME"); ok && filepath.IsAbs(x) {
 			return filepath.Join(x, "mcpledger")
@@ -118,7 +118,7 @@ func UserConfigDir(lookupEnv func(string) (string, bool), home string) string {
 	return filepath.Join(home, ".config", "mcpledger")
 }
 
-// LoadConfig reads every source in src, merges them by priority, expands
+// Load reads every source in src, merges them by priority, expands
 // variables and validates each entry. It never fails as a whole: a
 // source that cannot be read or parsed is reported in Observed.Errors and
 // contributes nothing, and an entry that cannot be used is reported in
@@ -146,8 +146,8 @@ func UserConfigDir(lookupEnv func(string) (string, bool), home string) string {
 // (ServerConfig) keeps the text as written with env and header values
 // replaced by [events.HashValue] digests, and Hash is [events.ConfigHash]
 // of it.
-func LoadConfig(src ConfigSources) LoadedConfig {
-	var lc LoadedConfig
+func Load(src Sources) Reading {
+	var lc Reading
 	obs := &lc.Observed
 	obs.Servers = []events.ServerConfig{}
 	if src.Workspace != "" {
@@ -248,7 +248,7 @@ func LoadConfig(src ConfigSources) LoadedConfig {
 		}
 	}
 
-	lc.Specs = map[string]ServerSpec{}
+	lc.Specs = map[string]Spec{}
 	for i := range order {
 		ps := &order[i]
 		base := obs.Workspace
@@ -275,23 +275,23 @@ func LoadConfig(src ConfigSources) LoadedConfig {
 
 // settle resolves ps unless it is invalid or disabled. A resolution
 // problem makes ps invalid; ok reports whether spec may run.
-func settle(ps *parsedServer, src *ConfigSources, base string) (spec ServerSpec, ok bool) {
+func settle(ps *parsedServer, src *Sources, base string) (spec Spec, ok bool) {
 	if ps.cfg.Invalid != "" || ps.cfg.Disabled {
-		return ServerSpec{}, false
+		return Spec{}, false
 	}
 	spec, problems := resolve(ps, src.LookupEnv, src.Home, base)
 	if len(problems) > 0 {
 		ps.cfg.Invalid = fmt.Sprintf("server %q: %s", ps.cfg.Name, strings.Join(problems, "; "))
-		return ServerSpec{}, false
+		return Spec{}, false
 	}
 	return spec, true
 }
 
 // resolve expands one valid entry into what runs. problems say what to do;
 // they name variables and fields, never values.
-func resolve(ps *parsedServer, lookupEnv func(string) (string, bool), home, base string) (ServerSpec, []string) {
+func resolve(ps *parsedServer, lookupEnv func(string) (string, bool), home, base string) (Spec, []string) {
 	c := ps.cfg
-	spec := ServerSpec{Config: c, Timeout: time.Duration(c.TimeoutMs) * time.Millisecond, Call: ps.call}
+	spec := Spec{Config: c, Timeout: time.Duration(c.TimeoutMs) * time.Millisecond, Call: ps.call}
 	var problems []string
 	exp := func(s, where string, lookup func(string) (string, bool), scoped bool) string {
 		v, err := expand(s, lookup)
@@ -483,7 +483,7 @@ func absPath(p string) string {
 	return filepath.Clean(p)
 }
 
-// ConfigEqual reports whether two config readings are the same for the
+// Equal reports whether two config readings are the same for the
 // purpose of hot reload, so a reload that changed nothing can be skipped.
 // Trigger is ignored. Servers compare by name, whatever their order, and
 // every field except RecentLaunches and Approval counts; args order
@@ -491,7 +491,7 @@ func absPath(p string) string {
 // Allowed, Excluded, LaunchBound and Errors compare as sets, but an
 // absent allow-list or launch bound differs from an empty one (absent
 // allows all, empty denies all). Nil and empty slices are equal otherwise.
-func ConfigEqual(a, b events.ConfigObserved) bool {
+func Equal(a, b events.ConfigObserved) bool {
 	if a.Workspace != b.Workspace || a.Trusted != b.Trusted ||
 		(a.HasAllowed || a.Allowed != nil) != (b.HasAllowed || b.Allowed != nil) ||
 		a.HasLaunchBound != b.HasLaunchBound ||

@@ -1,0 +1,20 @@
+// Package config reads the MCP server configuration the way Claude Code,
+// Cursor and VS Code users write it, and watches it for changes.
+//
+// [Load] reads every source ([Sources]: --mcp-config files, the project's
+// .mcp.json, the user config and its drop-ins), applies their precedence,
+// parses them with positions for every error (file:line:col), expands
+// ${VAR} (from the process environment in command, args, env and cwd;
+// only from the server's own env block in url and headers) and returns a
+// [Reading]: what the journal may keep (Observed: configs as written, env
+// and header values replaced by their hash, with each server's config
+// hash, the fingerprint approvals are bound to) beside what the runtime
+// runs (Specs: resolved, secrets included, never journaled). [Equal]
+// compares two readings as the journal sees them, and [Watch] calls back
+// when a source changes.
+//
+// config owns the file formats, precedence, expansion and the trust of a
+// workspace. It must not start servers, decide admission or journal
+// anything: the runtime does, from a Reading. It reads the environment
+// only through Sources.LookupEnv.
+package config
