@@ -38,6 +38,8 @@ var allowed = map[string][]string{
 	"runtime/config": {"events", "runtime/guard", "github.com/fsnotify/fsnotify"},
 	// guard: pure checks on a call's values, shared by the call path and
 	// the gateway; nothing of the Manager, the journal or the network.
+	// control: the control socket, over runtime's exported API.
+	"runtime/control":     {"events", "projections", "runtime", "github.com/google/uuid"},
 	"runtime/guard":       {"events", "runtime/internal", "github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go"},
 	"runtime/internal":    {},
 	"runtime/runtimetest": {"*"}, // test servers and helpers
@@ -147,6 +149,8 @@ func TestImportTableRules(t *testing.T) {
 		{"runtime/config", module + "/runtime/guard", true},
 		{"runtime/guard", module + "/runtime/config", false},
 		{"runtime", "github.com/fsnotify/fsnotify", false},
+		{"runtime", module + "/runtime/control", false},
+		{"runtime/control", module + "/runtime", true},
 		{"runtime/guard", module + "/store", false},
 		{"runtime/guard", "github.com/modelcontextprotocol/go-sdk/mcp", true},
 		{"runtime/guard", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false},

@@ -422,7 +422,7 @@ func benchStartManager(b *testing.B, bin string, n int, shim string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		m, err := runtime.New(storeJournal{j}, opts)
+		m, err := runtime.New(storeJournal{J: j}, opts)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -77,7 +77,7 @@ func TestCallSecretsNeverJournaled(t *testing.T) {
 	}
 	c, s := stdio("vault", bin, nil, "API_TOKEN="+secret, "MCPTEST_TOOL_COUNT=1")
 	s.Headers = map[string]string{"Authorization": "Bearer " + secret}
-	m, _ := runtime.New(storeJournal{j}, fastOpts(configOf(c, s)))
+	m, _ := runtime.New(storeJournal{J: j}, fastOpts(configOf(c, s)))
 	if _, err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

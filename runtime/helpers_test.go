@@ -3,44 +3,20 @@ package runtime_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
 )
 
-// storeJournal adapts *store.Journal to runtime.Journal (cmd/mcpledger has
-// the same adapter): the Manager pre-assigns seqs, so each append expects
-// the session to end right before the first of them.
-type storeJournal struct{ j *store.Journal }
+// storeJournal adapts *store.Journal to runtime.Journal.
+type storeJournal = runtimetest.StoreJournal
 
-func (s storeJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Event) error {
-	_, err := s.j.Append(ctx, sid, store.Exact(evs[0].Seq-1), evs)
-	return err
-}
-
-func (s storeJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(context.Context) error {
-	p := s.j.Submit(sid, store.Exact(evs[0].Seq-1), evs)
-	return func(ctx context.Context) error { _, err := p.Wait(ctx); return err }
-}
-
-func (s storeJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
-	return s.j.ReadAll(ctx, from, fn)
-}
-
-func openJournal(t testing.TB) (*store.Journal, storeJournal) {
-	t.Helper()
-	j, err := store.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	return j, storeJournal{j}
-}
+func openJournal(t testing.TB) (*store.Journal, storeJournal) { return runtimetest.OpenJournal(t) }
 
 // sessionEvents returns every event of session sid.
 func sessionEvents(t testing.TB, j *store.Journal, sid uuid.UUID) []events.Event {

@@ -23,7 +23,7 @@ func TestNextRunClosesInterruptedSession(t *testing.T) {
 	}
 	// The journal as a kill -9 would leave it: everything up to now, no stop.
 	j2, a2 := openJournal(t)
-	old := sessionEvents(t, a1.j, m1.Session())
+	old := sessionEvents(t, a1.J, m1.Session())
 	if _, err := j2.Append(context.Background(), m1.Session(), store.NoStream, old); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -12,19 +11,12 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
-type echoArgs struct {
-	Message string `json:"message"`
-}
+type echoArgs = runtimetest.EchoArgs
 
-func echoServer(name string) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo a message"}, func(ctx context.Context, req *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Message}}}, nil, nil
-	})
-	return s
-}
+func echoServer(name string) *mcp.Server { return runtimetest.EchoServer(name) }
 
 func TestInProcessLifecycle(t *testing.T) {
 	j, adapter := openJournal(t)

@@ -35,7 +35,7 @@ func TestServerTextNeverJournalsSecrets(t *testing.T) {
 	c, s := stdio("leaky", "sh", []string{"-c", script}, "API_TOKEN="+token, "GREETING="+password)
 	opts := fastOpts(configOf(c, s))
 	opts.Decider.MaxAttempts = 1
-	m, _ := runtime.New(storeJournal{j}, opts)
+	m, _ := runtime.New(storeJournal{J: j}, opts)
 	if _, err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/control"
 )
 
 // ApproveCommand approves or rejects a gated (project) server's current
@@ -39,7 +40,7 @@ func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 	}
 	by := whoami()
 	if cl := f.control(); cl != nil {
-		if err := cl.Do(ctx, rt.ControlRequest{Op: verb, Name: name, By: by}, nil); err != nil {
+		if err := cl.Do(ctx, control.Request{Op: verb, Name: name, By: by}, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.env.stdout, "%s: %sd by %s (the running mcpledger acted on it)\n", name, verb, by)
@@ -92,7 +93,7 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 	}
 	var rows []rt.ApprovalRow
 	if cl := f.control(); cl != nil {
-		if err := cl.Do(ctx, rt.ControlRequest{Op: "approvals"}, &rows); err != nil {
+		if err := cl.Do(ctx, control.Request{Op: "approvals"}, &rows); err != nil {
 			return err
 		}
 	} else {

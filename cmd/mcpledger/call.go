@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
@@ -48,7 +49,7 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	var out *rt.CallResult
 	if cl := f.control(); cl != nil {
 		var raw json.RawMessage
-		if err := cl.Do(ctx, rt.ControlRequest{Op: "call", Name: tool, Args: json.RawMessage(*argsJSON), By: "cli"}, &raw); err != nil {
+		if err := cl.Do(ctx, control.Request{Op: "call", Name: tool, Args: json.RawMessage(*argsJSON), By: "cli"}, &raw); err != nil {
 			return err
 		}
 		res := &mcp.CallToolResult{}
@@ -60,7 +61,7 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 		if *wrap {
 			var entries []projections.Entry
 			server, name := "", tool
-			if cl.Do(ctx, rt.ControlRequest{Op: "tools"}, &entries) == nil {
+			if cl.Do(ctx, control.Request{Op: "tools"}, &entries) == nil {
 				for _, e := range entries {
 					if e.Name == tool {
 						server, name = e.Server, e.Tool

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/control"
 )
 
 // ControlCommand sends one command (reconnect, stop, refresh, reload) to
@@ -36,7 +36,7 @@ func (c *ControlCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	req := rt.ControlRequest{Op: c.op, Name: name, By: "cli"}
+	req := control.Request{Op: c.op, Name: name, By: "cli"}
 	switch {
 	case c.op == "reconnect" && failed:
 		req.Op = "reconnect-failed"

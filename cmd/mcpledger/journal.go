@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -47,19 +48,19 @@ func (f *commandFlags) openWritable() (*store.Journal, string, error) {
 	}
 	j, err := f.env.openJournal(path, nil)
 	if errors.Is(err, store.ErrLocked) {
-		return nil, "", fmt.Errorf("%w\n(commands like status, tools and call reach a running mcpledger over %s)", err, runtime.ControlPath(path))
+		return nil, "", fmt.Errorf("%w\n(commands like status, tools and call reach a running mcpledger over %s)", err, control.Path(path))
 	}
 	return j, path, err
 }
 
 // control returns a client for the mcpledger process holding the journal,
 // or nil when none is running.
-func (f *commandFlags) control() *runtime.ControlClient {
+func (f *commandFlags) control() *control.Client {
 	path, _, err := f.journalPath()
 	if err != nil {
 		return nil
 	}
-	c, err := runtime.DialControl(runtime.ControlPath(path))
+	c, err := control.Dial(control.Path(path))
 	if err != nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/control"
 )
 
 // RunCommand supervises the configured servers in the foreground until
@@ -55,7 +56,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	for _, e := range rep.Errors {
 		fmt.Fprintln(c.env.stderr, "config:", e)
 	}
-	srv, err := rt.ServeControl(m, rt.ControlPath(path))
+	srv, err := control.Serve(m, control.Path(path))
 	if err != nil {
 		fmt.Fprintln(c.env.stderr, "warning:", err)
 	} else {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/control"
 )
 
 // ServeCommand runs the configured servers and exposes their live catalog
@@ -101,7 +102,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		gw.Close()
 		return err
 	}
-	if srv, err := rt.ServeControl(m, rt.ControlPath(path)); err != nil {
+	if srv, err := control.Serve(m, control.Path(path)); err != nil {
 		fmt.Fprintln(c.env.stderr, "warning:", err)
 	} else {
 		defer srv.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -23,10 +24,10 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	var res rt.StatusResult
+	var res control.StatusResult
 	live := false
 	if cl := f.control(); cl != nil {
-		if err := cl.Do(ctx, rt.ControlRequest{Op: "status"}, &res); err != nil {
+		if err := cl.Do(ctx, control.Request{Op: "status"}, &res); err != nil {
 			return err
 		}
 		live = true
@@ -36,7 +37,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		v := set.Status.View()
-		res = rt.StatusResult{Session: v.Session, Servers: v.Servers}
+		res = control.StatusResult{Session: v.Session, Servers: v.Servers}
 	}
 	if res.Servers == nil {
 		res.Servers = []projections.ServerStatus{}
@@ -75,7 +76,7 @@ func (c *ToolsCommand) Run(ctx context.Context, args []string) error {
 	var entries []projections.Entry
 	var unavailable []projections.UnavailableServer
 	if cl := f.control(); cl != nil {
-		if err := cl.Do(ctx, rt.ControlRequest{Op: "tools"}, &entries); err != nil {
+		if err := cl.Do(ctx, control.Request{Op: "tools"}, &entries); err != nil {
 			return err
 		}
 	} else {

@@ -1,4 +1,4 @@
-package runtime_test
+package control_test
 
 import (
 	"encoding/json"
@@ -11,20 +11,22 @@ import (
 
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/control"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
 func TestControlSocket(t *testing.T) {
-	_, adapter := openJournal(t)
-	m, _ := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": echoServer("mem")}})
+	_, adapter := runtimetest.OpenJournal(t)
+	m, _ := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": runtimetest.EchoServer("mem")}})
 	if _, err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	path := filepath.Join(t.TempDir(), "j.db.sock")
-	if _, err := runtime.DialControl(path); err == nil {
+	if _, err := control.Dial(path); err == nil {
 		t.Fatal("dial succeeded with nobody listening")
 	}
-	srv, err := runtime.ServeControl(m, path)
+	srv, err := control.Serve(m, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,32 +35,32 @@ func TestControlSocket(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v %v", fi.Mode(), err)
 	}
-	if _, err := runtime.ServeControl(m, path); err == nil {
+	if _, err := control.Serve(m, path); err == nil {
 		t.Error("a second server on a live socket was allowed")
 	}
-	c, err := runtime.DialControl(path)
+	c, err := control.Dial(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st runtime.StatusResult
-	if err := c.Do(t.Context(), runtime.ControlRequest{Op: "status"}, &st); err != nil {
+	var st control.StatusResult
+	if err := c.Do(t.Context(), control.Request{Op: "status"}, &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Session != m.Session().String() || len(st.Servers) != 1 || st.Servers[0].State != "ready" {
 		t.Errorf("status %+v", st)
 	}
 	var tools []projections.Entry
-	if err := c.Do(t.Context(), runtime.ControlRequest{Op: "tools"}, &tools); err != nil || len(tools) != 1 {
+	if err := c.Do(t.Context(), control.Request{Op: "tools"}, &tools); err != nil || len(tools) != 1 {
 		t.Fatalf("tools %v %v", tools, err)
 	}
 	var res json.RawMessage
-	if err := c.Do(t.Context(), runtime.ControlRequest{Op: "call", Name: "mcp__mem__echo", Args: json.RawMessage(`{"message":"via socket"}`)}, &res); err != nil {
+	if err := c.Do(t.Context(), control.Request{Op: "call", Name: "mcp__mem__echo", Args: json.RawMessage(`{"message":"via socket"}`)}, &res); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(res), "via socket") {
 		t.Errorf("call result %s", res)
 	}
-	err = c.Do(t.Context(), runtime.ControlRequest{Op: "reconnect", Name: "ghost"}, nil)
+	err = c.Do(t.Context(), control.Request{Op: "reconnect", Name: "ghost"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "unknown server") {
 		t.Errorf("reconnect ghost: %v", err)
 	}

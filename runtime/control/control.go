@@ -1,4 +1,4 @@
-package runtime
+package control
 
 import (
 	"bufio"
@@ -14,14 +14,11 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime"
 )
 
-// The control socket lets other mcpledger commands talk to the process
-// that holds the journal (`run`, `serve`): one JSON request per connection,
-// one JSON response back. The socket sits next to the journal, mode 0600.
-
-// ControlRequest is one request on the control socket.
-type ControlRequest struct {
+// Request is one request on the control socket.
+type Request struct {
 	// Op is status, tools, call, reconnect, reconnect-failed, stop, refresh,
 	// reload, approve, reject or approvals.
 	Op   string          `json:"op"`
@@ -31,8 +28,8 @@ type ControlRequest struct {
 	By string `json:"by,omitempty"`
 }
 
-// ControlResponse is the answer to a ControlRequest.
-type ControlResponse struct {
+// Response is the answer to a Request.
+type Response struct {
 	OK     bool            `json:"ok"`
 	Error  string          `json:"error,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
@@ -44,9 +41,9 @@ type StatusResult struct {
 	Servers []projections.ServerStatus `json:"servers"`
 }
 
-// ControlServer serves a Manager on a unix socket.
-type ControlServer struct {
-	m    *Manager
+// Server serves a Manager on a unix socket.
+type Server struct {
+	m    *runtime.Manager
 	ln   net.Listener
 	path string
 	wg   sync.WaitGroup
@@ -54,25 +51,25 @@ type ControlServer struct {
 	stop context.CancelFunc
 }
 
-// ControlPath returns the control socket path for a journal file.
-func ControlPath(journal string) string { return journal + ".sock" }
+// Path returns the control socket path for a journal file.
+func Path(journal string) string { return journal + ".sock" }
 
-// ServeControl listens on path and serves m until Close. A stale socket
+// Serve listens on path and serves m until Close. A stale socket
 // file (nobody listening) is replaced; a live one is an error.
-func ServeControl(m *Manager, path string) (*ControlServer, error) {
+func Serve(m *runtime.Manager, path string) (*Server, error) {
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 		c.Close()
-		return nil, fmt.Errorf("runtime: control socket %s is in use by another mcpledger process", path)
+		return nil, fmt.Errorf("control: socket %s is in use by another mcpledger process", path)
 	}
 	_ = os.Remove(path)
 	old := syscall.Umask(0o177) // the socket is created 0600
 	ln, err := net.Listen("unix", path)
 	syscall.Umask(old)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: control socket: %w", err)
+		return nil, fmt.Errorf("control: socket: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &ControlServer{m: m, ln: ln, path: path, ctx: ctx, stop: stop}
+	s := &Server{m: m, ln: ln, path: path, ctx: ctx, stop: stop}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -80,7 +77,7 @@ func ServeControl(m *Manager, path string) (*ControlServer, error) {
 
 // Close stops serving, waits for requests in progress and removes the
 // socket file.
-func (s *ControlServer) Close() error {
+func (s *Server) Close() error {
 	s.stop()
 	err := s.ln.Close()
 	s.wg.Wait()
@@ -88,7 +85,7 @@ func (s *ControlServer) Close() error {
 	return err
 }
 
-func (s *ControlServer) accept() {
+func (s *Server) accept() {
 	defer s.wg.Done()
 	for {
 		c, err := s.ln.Accept()
@@ -103,10 +100,10 @@ func (s *ControlServer) accept() {
 	}
 }
 
-func (s *ControlServer) serve(c net.Conn) {
+func (s *Server) serve(c net.Conn) {
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var req ControlRequest
+	var req Request
 	if err := json.NewDecoder(bufio.NewReader(io.LimitReader(c, 16<<20))).Decode(&req); err != nil {
 		writeResponse(c, nil, fmt.Errorf("bad request: %w", err))
 		return
@@ -119,7 +116,7 @@ func (s *ControlServer) serve(c net.Conn) {
 }
 
 func writeResponse(w io.Writer, res any, err error) {
-	resp := ControlResponse{OK: err == nil}
+	resp := Response{OK: err == nil}
 	if err != nil {
 		resp.Error = err.Error()
 	} else if res != nil {
@@ -132,7 +129,7 @@ func writeResponse(w io.Writer, res any, err error) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-func (s *ControlServer) do(ctx context.Context, req ControlRequest) (any, error) {
+func (s *Server) do(ctx context.Context, req Request) (any, error) {
 	m := s.m
 	switch req.Op {
 	case "status":
@@ -144,7 +141,7 @@ func (s *ControlServer) do(ctx context.Context, req ControlRequest) (any, error)
 		if len(req.Args) > 0 {
 			args = req.Args
 		}
-		o := &CallOptions{Caller: req.By}
+		o := &runtime.CallOptions{Caller: req.By}
 		if req.By == "cli" { // `mcpledger call`: the user's own approval
 			o.UserApproved = "mcpledger call"
 		}
@@ -173,31 +170,31 @@ func (s *ControlServer) do(ctx context.Context, req ControlRequest) (any, error)
 	return nil, fmt.Errorf("unknown op %q", req.Op)
 }
 
-// ErrNoControl is returned by DialControl when no process serves the
+// ErrNotServed is returned by Dial when no process serves the
 // socket.
-var ErrNoControl = errors.New("runtime: no running mcpledger serves this journal")
+var ErrNotServed = errors.New("control: no running mcpledger serves this journal")
 
-// ControlClient talks to a running mcpledger over its control socket.
-type ControlClient struct{ path string }
+// Client talks to a running mcpledger over its control socket.
+type Client struct{ path string }
 
-// DialControl returns a client if a process is listening on path, or
-// ErrNoControl.
-func DialControl(path string) (*ControlClient, error) {
+// Dial returns a client if a process is listening on path, or
+// ErrNotServed.
+func Dial(path string) (*Client, error) {
 	c, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
-		return nil, ErrNoControl
+		return nil, ErrNotServed
 	}
 	c.Close()
-	return &ControlClient{path: path}, nil
+	return &Client{path: path}, nil
 }
 
 // Do sends req and decodes the result into out (if non-nil). Errors from
 // the server come back as errors with its message.
-func (c *ControlClient) Do(ctx context.Context, req ControlRequest, out any) error {
+func (c *Client) Do(ctx context.Context, req Request, out any) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.path)
 	if err != nil {
-		return fmt.Errorf("runtime: control socket: %w", err)
+		return fmt.Errorf("control: socket: %w", err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -206,14 +203,14 @@ func (c *ControlClient) Do(ctx context.Context, req ControlRequest, out any) err
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
-		return fmt.Errorf("runtime: control socket: %w", err)
+		return fmt.Errorf("control: socket: %w", err)
 	}
-	var resp ControlResponse
+	var resp Response
 	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("runtime: control socket: %w", err)
+		return fmt.Errorf("control: socket: %w", err)
 	}
 	if !resp.OK {
 		return errors.New(resp.Error)

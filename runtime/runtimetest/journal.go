@@ -1,0 +1,62 @@
+package runtimetest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/store"
+)
+
+// StoreJournal adapts *store.Journal to runtime.Journal (cmd/mcpledger has
+// the same adapter): the Manager pre-assigns seqs, so each append expects
+// the session to end right before the first of them.
+type StoreJournal struct{ J *store.Journal }
+
+// Append appends evs durably, expecting the session to end at evs[0].Seq-1.
+func (s StoreJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Event) error {
+	_, err := s.J.Append(ctx, sid, store.Exact(evs[0].Seq-1), evs)
+	return err
+}
+
+// AppendLater submits evs and returns the wait for their commit.
+func (s StoreJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(context.Context) error {
+	p := s.J.Submit(sid, store.Exact(evs[0].Seq-1), evs)
+	return func(ctx context.Context) error { _, err := p.Wait(ctx); return err }
+}
+
+// ReadAll reads every event from global position from.
+func (s StoreJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
+	return s.J.ReadAll(ctx, from, fn)
+}
+
+// OpenJournal opens a new journal in a temporary directory, closed when
+// the test ends, and returns it with its runtime.Journal adapter.
+func OpenJournal(tb testing.TB) (*store.Journal, StoreJournal) {
+	tb.Helper()
+	j, err := store.Open(filepath.Join(tb.TempDir(), "journal.db"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { j.Close() })
+	return j, StoreJournal{j}
+}
+
+// EchoArgs are the arguments of EchoServer's echo tool.
+type EchoArgs struct {
+	Message string `json:"message"`
+}
+
+// EchoServer returns an in-process go-sdk server named name with one tool,
+// echo, that answers its message as text.
+func EchoServer(name string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo a message"}, func(ctx context.Context, req *mcp.CallToolRequest, in EchoArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Message}}}, nil, nil
+	})
+	return s
+}
