@@ -39,7 +39,10 @@ var allowed = map[string][]string{
 	// guard: pure checks on a call's values, shared by the call path and
 	// the gateway; nothing of the Manager, the journal or the network.
 	// control: the control socket, over runtime's exported API.
-	"runtime/control":     {"events", "projections", "runtime", "github.com/google/uuid"},
+	"runtime/control": {"events", "projections", "runtime", "github.com/google/uuid"},
+	// gateway: `mcpledger serve`, over runtime's exported API; only cmd
+	// imports it.
+	"runtime/gateway":     {"events", "projections", "runtime", "runtime/guard", "github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid"},
 	"runtime/guard":       {"events", "runtime/internal", "github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go"},
 	"runtime/internal":    {},
 	"runtime/runtimetest": {"*"}, // test servers and helpers
@@ -151,6 +154,10 @@ func TestImportTableRules(t *testing.T) {
 		{"runtime", "github.com/fsnotify/fsnotify", false},
 		{"runtime", module + "/runtime/control", false},
 		{"runtime/control", module + "/runtime", true},
+		{"runtime", module + "/runtime/gateway", false},
+		{"runtime/control", module + "/runtime/gateway", false},
+		{"runtime/gateway", module + "/runtime", true},
+		{"runtime/gateway", module + "/store", false},
 		{"runtime/guard", module + "/store", false},
 		{"runtime/guard", "github.com/modelcontextprotocol/go-sdk/mcp", true},
 		{"runtime/guard", "github.com/modelcontextprotocol/go-sdk/jsonrpc", false},

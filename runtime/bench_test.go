@@ -57,7 +57,7 @@ func (l callLatencies) percentile(p int) time.Duration {
 //   - direct: a raw go-sdk client over mcp.NewInMemoryTransports, protocol
 //     pinned to 2025-11-25: the floor;
 //   - floor=direct+2-commits: the direct call between two raw bbolt
-//     commits (rawCommits): what Audit's write-ahead costs on this disk
+//     commits (runtimetest.RawCommits): what Audit's write-ahead costs on this disk
 //     before any of mcpledger's own work;
 //   - direct,journal-open: direct, with a store.Journal open and idle in
 //     the process (no Manager). go-sdk leaves about 370 KB of garbage per
@@ -83,7 +83,7 @@ func BenchmarkCallTool(b *testing.B) {
 	b.Run("direct", func(b *testing.B) { runBenchCalls(b, directEcho(b)) })
 	b.Run("direct,journal-open", func(b *testing.B) { openJournal(b); runBenchCalls(b, directEcho(b)) })
 	b.Run("direct,manager-open", func(b *testing.B) { managerEcho(b, runtime.Relaxed); runBenchCalls(b, directEcho(b)) })
-	b.Run("floor=direct+2-commits", func(b *testing.B) { runBenchCalls(b, openRawCommits(b).around(directEcho(b))) })
+	b.Run("floor=direct+2-commits", func(b *testing.B) { runBenchCalls(b, runtimetest.OpenRawCommits(b).Around(directEcho(b))) })
 	b.Run("audit", func(b *testing.B) { benchManagerCalls(b, runtime.Audit) })
 	b.Run("relaxed", func(b *testing.B) { benchManagerCalls(b, runtime.Relaxed) })
 	b.Run("paired,relaxed", func(b *testing.B) { benchPairedCalls(b, runtime.Relaxed) })
@@ -349,7 +349,7 @@ func BenchmarkStartStdio(b *testing.B) {
 	// As mcpledger run and serve start servers: each behind the mcpledger
 	// binary as its shim (Options.ShimPath), one more process per server.
 	b.Run(fmt.Sprintf("servers=%d,shim", n), func(b *testing.B) {
-		benchStartManager(b, bin, n, buildMcpledger(b, b.TempDir()))
+		benchStartManager(b, bin, n, runtimetest.BuildMcpledger(b, b.TempDir()))
 	})
 	b.Run(fmt.Sprintf("baseline=direct-%d", n), func(b *testing.B) {
 		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil)

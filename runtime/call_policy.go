@@ -3,11 +3,11 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime/config"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // policyFor returns the policy for tool of a server with settings cs:
@@ -83,7 +83,7 @@ func (m *Manager) approve(ctx context.Context, cl *call) (decision, error) {
 			Caller: cl.opts.Caller})
 		d.By = "approver"
 		if a.By != "" {
-			d.By += ":" + sanitizeBy(a.By)
+			d.By += ":" + guard.OneLine(a.By)
 		}
 		switch {
 		case err != nil:
@@ -106,20 +106,6 @@ func (m *Manager) approve(ctx context.Context, cl *call) (decision, error) {
 		return decision{}, &DeniedError{Tool: cl.name, By: d.By, Policy: string(pol), Reason: d.Reason}
 	}
 	return decision{policy: pol, by: d.By}, nil
-}
-
-// sanitizeBy keeps an approver's name to one printable line.
-func sanitizeBy(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) > 64 {
-		s = s[:64]
-	}
-	return s
 }
 
 // timeoutFor returns the call timeout for tool: the tool's own

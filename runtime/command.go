@@ -146,3 +146,11 @@ func waitBounded(wait func(), d time.Duration) {
 	case <-time.After(d):
 	}
 }
+
+// RecordRejected journals, durably, a request that a front end refused
+// before it reached the Manager: the gateway's HTTP requests with a bad
+// Host, Origin or token. The ledger then shows who knocked.
+func (m *Manager) RecordRejected(ctx context.Context, r *events.GatewayRejected) error {
+	_, err := m.submit(ctx, "", r, true)
+	return err
+}

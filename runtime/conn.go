@@ -98,9 +98,15 @@ func (c *conn) run() {
 		close(c.handshook)
 		return
 	}
-	// A gateway (Options.Gateway, nil without one) adds sampling and
+	// A front end (Options.NewClient, nil without one) adds sampling and
 	// elicitation, which it forwards to its clients.
-	client := m.opts.Gateway.newClient(c.server, &mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
+	newClient := m.opts.NewClient
+	if newClient == nil {
+		newClient = func(_ string, impl *mcp.Implementation, o *mcp.ClientOptions) *mcp.Client {
+			return mcp.NewClient(impl, o)
+		}
+	}
+	client := newClient(c.server, &mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
 		&mcp.ClientOptions{
 			Logger: m.log,
 			// Advertise nothing we do not implement (no roots, sampling or

@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,15 +19,7 @@ func openJournal(t testing.TB) (*store.Journal, storeJournal) { return runtimete
 
 // sessionEvents returns every event of session sid.
 func sessionEvents(t testing.TB, j *store.Journal, sid uuid.UUID) []events.Event {
-	t.Helper()
-	var out []events.Event
-	if err := j.ReadSession(context.Background(), sid, 1, func(e events.Event) error {
-		out = append(out, e)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return runtimetest.SessionEvents(t, j, sid)
 }
 
 func kinds(evs []events.Event, server string) []string {

@@ -132,12 +132,13 @@ type Options struct {
 	// errors (zero fields take the defaults).
 	Retry RetryOptions
 
-	// Gateway, set by Gateway.Bind, fronts this Manager (mcpledger serve):
-	// server connections then advertise sampling and elicitation and
-	// forward them, progress, log messages and resource updates to the
-	// gateway's clients. Nil: the connections advertise no client
-	// capabilities.
-	Gateway *Gateway
+	// NewClient builds the MCP client of each server connection from the
+	// options the Manager sets (nil: mcp.NewClient). A front end such as
+	// the gateway (runtime/gateway's Bind sets it) uses it to advertise
+	// sampling and elicitation and to forward them, progress, log messages
+	// and resource updates to its own clients. It must keep the handlers
+	// the Manager set in o (list changes), adding to them.
+	NewClient func(server string, impl *mcp.Implementation, o *mcp.ClientOptions) *mcp.Client
 }
 
 // RetryOptions set retries of tools/list and ping on retriable transport

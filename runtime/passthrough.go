@@ -51,7 +51,7 @@ func (m *Manager) Complete(ctx context.Context, server string, p *mcp.CompletePa
 }
 
 // SubscribeResource subscribes to updates of uri on server. Updates reach
-// the client hooks of Options.Gateway (notifications/resources/updated).
+// the client hooks of Options.NewClient (notifications/resources/updated).
 // A subscription lasts as long as the server's session: it is not renewed
 // after a reconnect.
 func (m *Manager) SubscribeResource(ctx context.Context, server, uri string) error {
@@ -68,7 +68,7 @@ func (m *Manager) UnsubscribeResource(ctx context.Context, server, uri string) e
 }
 
 // SetLoggingLevel asks server to send log messages at level and above
-// (logging/setLevel). Messages reach the client hooks of Options.Gateway.
+// (logging/setLevel). Messages reach the client hooks of Options.NewClient.
 func (m *Manager) SetLoggingLevel(ctx context.Context, server string, level mcp.LoggingLevel) error {
 	return m.passthrough(ctx, server, false, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})

@@ -22,25 +22,10 @@ import (
 // stdio returns a config entry and its resolved spec for the test server
 // run with env (KEY=VALUE). The server's command may be wrapped.
 func stdio(name, command string, args []string, env ...string) (events.ServerConfig, config.Spec) {
-	c := events.ServerConfig{Name: name, Scope: events.ScopeFlag, Transport: events.TransportStdio, Command: command, Args: args}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		c.Env = append(c.Env, events.KV{Key: k, Value: v})
-	}
-	c.Env = events.RedactKVs(c.Env)
-	c.Hash = events.ConfigHash(&c)
-	return c, config.Spec{Config: c, Command: command, Args: args, Env: env}
+	return runtimetest.Stdio(name, command, args, env...)
 }
 
-func configOf(entries ...any) func() config.Reading {
-	lc := config.Reading{Specs: map[string]config.Spec{}}
-	for i := 0; i < len(entries); i += 2 {
-		c := entries[i].(events.ServerConfig)
-		lc.Observed.Servers = append(lc.Observed.Servers, c)
-		lc.Specs[c.Name] = entries[i+1].(config.Spec)
-	}
-	return func() config.Reading { return lc }
-}
+func configOf(entries ...any) func() config.Reading { return runtimetest.ConfigOf(entries...) }
 
 // fastOpts are options for tests: short backoff, small grace, no pings.
 func fastOpts(cfg func() config.Reading) *runtime.Options {

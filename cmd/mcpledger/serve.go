@@ -13,6 +13,7 @@ import (
 
 	rt "github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/control"
+	"github.com/mcpledger/mcpledger/runtime/gateway"
 )
 
 // ServeCommand runs the configured servers and exposes their live catalog
@@ -84,7 +85,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if *relaxed {
 		opts.Durability = rt.Relaxed
 	}
-	gw := rt.NewGateway(&rt.GatewayOptions{PlainNames: *plain, Logger: opts.Logger, Version: version()})
+	gw := gateway.New(&gateway.Options{PlainNames: *plain, Logger: opts.Logger, Version: version()})
 	m, err := rt.New(gw.Bind(opts, storeJournal{j}), opts)
 	if err != nil {
 		return err
@@ -121,10 +122,10 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 			by = "serve: the stdio client disconnected"
 		}
 	} else {
-		hs = &http.Server{Handler: gw.HTTPHandler(&rt.HTTPOptions{Token: token, AllowedHosts: hosts, AllowedOrigins: origins}),
+		hs = &http.Server{Handler: gw.HTTPHandler(&gateway.HTTPOptions{Token: token, AllowedHosts: hosts, AllowedOrigins: origins}),
 			ReadHeaderTimeout: 10 * time.Second}
 		go func() { served <- hs.Serve(ln) }() // ends at hs.Close below
-		fmt.Fprintf(c.env.stderr, "serving MCP on http://%s%s\n", ln.Addr(), rt.GatewayPath)
+		fmt.Fprintf(c.env.stderr, "serving MCP on http://%s%s\n", ln.Addr(), gateway.Path)
 		select {
 		case <-ctx.Done():
 		case serveErr = <-served:

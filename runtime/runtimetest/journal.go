@@ -60,3 +60,16 @@ func EchoServer(name string) *mcp.Server {
 	})
 	return s
 }
+
+// SessionEvents returns every event of session sid in j.
+func SessionEvents(tb testing.TB, j *store.Journal, sid uuid.UUID) []events.Event {
+	tb.Helper()
+	var out []events.Event
+	if err := j.ReadSession(context.Background(), sid, 1, func(e events.Event) error {
+		out = append(out, e)
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}

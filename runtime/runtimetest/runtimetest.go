@@ -206,3 +206,20 @@ func trimLog(s string, n int) string {
 	}
 	return "..." + s[len(s)-n:]
 }
+
+// BuildMcpledger builds cmd/mcpledger into dir and returns the binary's
+// path (for benchmarks that run the CLI as production does).
+func BuildMcpledger(tb testing.TB, dir string) string {
+	tb.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := filepath.Join(dir, "mcpledger")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/mcpledger")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("building mcpledger: %v\n%s", err, msg)
+	}
+	return out
+}

@@ -1,4 +1,4 @@
-package runtime
+package gateway
 
 import (
 	"context"
@@ -11,10 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // gatewayProtocolVersions are the MCP versions the gateway speaks to its
@@ -24,8 +27,8 @@ import (
 // initialize with 2025-11-25.
 var gatewayProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// GatewayOptions configure a Gateway. The zero value is usable.
-type GatewayOptions struct {
+// Options configure a Gateway. The zero value is usable.
+type Options struct {
 	// Logger receives operational logs. Nil is silent.
 	Logger *slog.Logger
 	// PlainNames exposes every tool, prompt and resource under the name or
@@ -51,7 +54,7 @@ type GatewayOptions struct {
 	SettleTimeout time.Duration
 }
 
-func (o GatewayOptions) withDefaults() GatewayOptions {
+func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,7 +95,7 @@ func (o GatewayOptions) withDefaults() GatewayOptions {
 //
 // # Usage
 //
-//	g := runtime.NewGateway(&runtime.GatewayOptions{})
+//	g := gateway.New(&gateway.Options{})
 //	j = g.Bind(opts, j) // before runtime.New
 //	m, _ := runtime.New(j, opts)
 //	m.Start(ctx)
@@ -106,12 +109,13 @@ func (o GatewayOptions) withDefaults() GatewayOptions {
 // that follows the Manager's views (Attach starts it, Close ends it) and a
 // goroutine per in-flight log-level change; Close waits for all of them.
 type Gateway struct {
-	opts   GatewayOptions
-	log    *slog.Logger
-	server *mcp.Server
-	extras *extrasCatalog
-	m      atomic.Pointer[Manager]
-	bound  atomic.Bool
+	opts    Options
+	log     *slog.Logger
+	server  *mcp.Server
+	extras  *extrasCatalog
+	m       atomic.Pointer[runtime.Manager]
+	bound   atomic.Bool
+	session atomic.Pointer[uuid.UUID] // the session appended through Bind's journal
 
 	ctx       context.Context // ends at Close
 	cancel    context.CancelFunc
@@ -164,9 +168,9 @@ func callOf(ctx context.Context) *gwCall {
 	return c
 }
 
-// NewGateway returns a Gateway. It serves nothing until Attach.
-func NewGateway(opts *GatewayOptions) *Gateway {
-	var o GatewayOptions
+// New returns a Gateway. It serves nothing until Attach.
+func New(opts *Options) *Gateway {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
@@ -206,37 +210,45 @@ func NewGateway(opts *GatewayOptions) *Gateway {
 // transports (mcp.NewInMemoryTransports in tests).
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
-// Bind prepares the options and journal of the Manager g will front, and
-// must be called before runtime.New: it sets o.Gateway (so the Manager's
-// clients advertise sampling and elicitation and forward them, with
-// progress, log messages and resource updates, to g) and, if o.Approver is
+// Bind prepares the options and journal of the Manager g will
+// front, and must be called before runtime.New: it sets o.NewClient (so
+// the Manager's clients advertise sampling and elicitation and forward
+// them, with progress, log messages and resource updates, to g) and, if o.Approver is
 // nil, makes g the approver of calls under policy ask: the client that
 // made the call is asked by elicitation, and a client without the
 // elicitation capability gets a denial saying so. It returns the journal to
 // give runtime.New: j, with the session's events also folded into g's
 // resources and prompts.
-func (g *Gateway) Bind(o *Options, j Journal) Journal {
-	o.Gateway = g
+func (g *Gateway) Bind(o *runtime.Options, j runtime.Journal) runtime.Journal {
+	o.NewClient = g.newClient
 	if o.Approver == nil {
 		o.Approver = g.approve
 	}
 	g.bound.Store(true)
-	return teeJournal{Journal: j, cat: g.extras}
+	return teeJournal{Journal: j, g: g}
+}
+
+// journaled notes that the Manager appended to session through Bind's
+// journal.
+func (g *Gateway) journaled(session uuid.UUID) {
+	if p := g.session.Load(); p == nil || *p != session {
+		g.session.Store(&session)
+	}
 }
 
 // Attach starts serving m's catalog, which must have been created with
 // the options and journal of Bind and started. It waits (up to
 // SettleTimeout) for ready servers to list their resources and prompts,
 // and with PlainNames refuses names that two servers share, naming both.
-func (g *Gateway) Attach(ctx context.Context, m *Manager) error {
-	if !g.bound.Load() || m.opts.Gateway != g {
-		return errors.New("runtime: gateway: the Manager was not created with the options and journal of Gateway.Bind")
+func (g *Gateway) Attach(ctx context.Context, m *runtime.Manager) error {
+	if !g.bound.Load() {
+		return errors.New("gateway: Attach before Bind: create the Manager with the options and journal Bind returns")
 	}
-	if !m.started.Load() {
-		return ErrNotStarted
+	if p := g.session.Load(); p == nil || *p != m.Session() {
+		return fmt.Errorf("gateway: %w, or it was created without the journal Bind returns", runtime.ErrNotStarted)
 	}
 	if g.attached.Swap(true) {
-		return errors.New("runtime: gateway: already attached")
+		return errors.New("gateway: already attached")
 	}
 	g.m.Store(m)
 	g.waitSettled(ctx)
@@ -278,7 +290,7 @@ func (g *Gateway) waitSettled(ctx context.Context) {
 }
 
 // follow keeps the exposed catalog in step with the Manager until Close.
-func (g *Gateway) follow(views <-chan *View) {
+func (g *Gateway) follow(views <-chan *runtime.View) {
 	for {
 		select {
 		case v := <-views:
@@ -312,7 +324,7 @@ func (nopWriteCloser) Close() error { return nil }
 // Close ends the gateway: calls in flight through it are cancelled, client
 // sessions are closed (waiting at most 2 s for each), and its goroutines
 // are waited for. Close the Manager separately (before Close, so that
-// calls in flight fail with ErrShuttingDown rather than as cancelled).
+// calls in flight fail with runtime.ErrShuttingDown rather than as cancelled).
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
 		g.mu.Lock()
@@ -327,7 +339,15 @@ func (g *Gateway) Close() error {
 				_ = ss.Close()
 			}()
 		}
-		waitBounded(wg.Wait, 2*time.Second)
+		closed := make(chan struct{})
+		go func() { // ends when the sessions' closes do
+			wg.Wait()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(2 * time.Second):
+		}
 		g.wg.Wait()
 	})
 	return nil
@@ -344,7 +364,7 @@ func (g *Gateway) initialized(_ context.Context, req *mcp.InitializedRequest) {
 	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 		name, ver = ip.ClientInfo.Name, ip.ClientInfo.Version
 	}
-	who := fmt.Sprintf("%s/%s session=%s", sanitizeBy(name), sanitizeBy(ver), id)
+	who := fmt.Sprintf("%s/%s session=%s", guard.OneLine(name), guard.OneLine(ver), id)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -371,7 +391,7 @@ func (g *Gateway) caller(ss *mcp.ServerSession) string {
 	}
 	name := "unknown"
 	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
-		name = sanitizeBy(ip.ClientInfo.Name) + "/" + sanitizeBy(ip.ClientInfo.Version)
+		name = guard.OneLine(ip.ClientInfo.Name) + "/" + guard.OneLine(ip.ClientInfo.Version)
 	}
 	return name + " session=" + ss.ID()
 }
@@ -397,7 +417,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if len(req.Params.Arguments) > 0 {
 		args = req.Params.Arguments
 	}
-	r, err := m.CallToolWith(ctx, t.catalog, args, &CallOptions{Caller: g.caller(req.Session)})
+	r, err := m.CallToolWith(ctx, t.catalog, args, &runtime.CallOptions{Caller: g.caller(req.Session)})
 	g.linger(gc)
 	if r != nil && r.Result != nil {
 		return r.Result, nil // isError results (unknown tool, tool errors) as the server sent them

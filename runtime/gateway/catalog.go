@@ -1,10 +1,11 @@
-package runtime
+package gateway
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime"
 )
 
 // How the gateway names what it exposes. Namespaced (the default):
@@ -35,7 +37,7 @@ const ResourceScheme = "mcpledger"
 // exposedTool is a tool the gateway serves.
 type exposedTool struct {
 	server  string
-	catalog string // the Manager's catalog name
+	catalog string // the runtime.Manager's catalog name
 	fp      string // definition fingerprint: re-added when it changes
 }
 
@@ -47,9 +49,20 @@ type exposedItem struct {
 	fp     string
 }
 
-// uriHost returns the host part of server's namespaced URIs.
+// uriHost returns the host part of server's namespaced URIs: its name in
+// lower case with every other byte outside [a-z0-9_-] as '_', and a hash
+// of the name when that changed it (so two names never share a host).
 func uriHost(server string) string {
-	h := strings.ToLower(sanitizeName(server))
+	b := []byte(server)
+	for i, c := range b {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			b[i] = c + 'a' - 'A'
+		case !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-'):
+			b[i] = '_'
+		}
+	}
+	h := string(b)
 	if h == server && h != "" {
 		return h
 	}
@@ -113,7 +126,7 @@ func toolOfEntry(name string, e *projections.Entry) (t *mcp.Tool, ok bool) {
 
 // collisions returns an error naming every exposed name two servers
 // share (PlainNames), or nil.
-func (g *Gateway) collisions(v *View) error {
+func (g *Gateway) collisions(v *runtime.View) error {
 	var out []string
 	seen := map[string]string{}
 	for i := range v.Catalog.Tools {
@@ -182,7 +195,7 @@ func (g *Gateway) owner(kind, name string, servers []string, current string, had
 // syncTools brings the exposed tools in line with view v: removed tools
 // are removed, new or changed ones (re)added; go-sdk then notifies
 // clients (notifications/tools/list_changed, debounced 10 ms).
-func (g *Gateway) syncTools(v *View) {
+func (g *Gateway) syncTools(v *runtime.View) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -451,7 +464,7 @@ func (g *Gateway) getPrompt(ctx context.Context, server, name string, args map[s
 // passErr keeps a server's JSON-RPC error (its code and message) and
 // turns anything else into an internal error with mcpledger's message.
 func passErr(err error) error {
-	if je, ok := protocolError(err); ok && je.Code != codeTransportRejected {
+	if je := (*jsonrpc.Error)(nil); errors.As(err, &je) && je.Code != codeTransportRejected {
 		return &jsonrpc.Error{Code: je.Code, Message: je.Message, Data: je.Data}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "mcpledger: " + err.Error()}

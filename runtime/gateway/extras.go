@@ -1,4 +1,4 @@
-package runtime
+package gateway
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime"
 )
 
 // extrasCatalog folds the resources, resource templates and prompts that
@@ -148,24 +149,26 @@ func (c *extrasCatalog) snapshot() (out []extrasServerView, version uint64, sett
 	return out, c.version, settled
 }
 
-// teeJournal is the Journal a gateway's Manager appends to: every append
-// goes to the real journal and, once accepted, is folded into the extras
-// catalog.
+// teeJournal is the runtime.Journal of the Manager a gateway fronts: every
+// append goes to the real journal and, once accepted, is folded into the
+// extras catalog, and its session noted (Attach checks it).
 type teeJournal struct {
-	Journal
-	cat *extrasCatalog
+	runtime.Journal
+	g *Gateway
 }
 
 func (t teeJournal) Append(ctx context.Context, session uuid.UUID, evs []events.Event) error {
 	err := t.Journal.Append(ctx, session, evs)
 	if err == nil {
-		t.cat.apply(evs)
+		t.g.journaled(session)
+		t.g.extras.apply(evs)
 	}
 	return err
 }
 
 func (t teeJournal) AppendLater(session uuid.UUID, evs []events.Event) func(context.Context) error {
 	wait := t.Journal.AppendLater(session, evs)
-	t.cat.apply(evs)
+	t.g.journaled(session)
+	t.g.extras.apply(evs)
 	return wait
 }

@@ -1,4 +1,4 @@
-package runtime_test
+package gateway_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
-	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/gateway"
 )
 
 // bearerTransport adds a bearer token to every request.
@@ -79,8 +79,8 @@ func post(t *testing.T, endpoint, host, origin, auth string) int {
 func TestGatewayHTTPAuthHostAndOrigin(t *testing.T) {
 	up, _ := upstream("up")
 	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
-	srv := httptestServer(t, f, f.gw.HTTPHandler(&runtime.HTTPOptions{Token: "s3cret-token"}))
-	endpoint := srv.URL + runtime.GatewayPath
+	srv := httptestServer(t, f, f.gw.HTTPHandler(&gateway.HTTPOptions{Token: "s3cret-token"}))
+	endpoint := srv.URL + gateway.Path
 	u, _ := url.Parse(srv.URL)
 
 	cases := []struct {
@@ -163,7 +163,7 @@ func TestGatewayHTTPListChanged(t *testing.T) {
 	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
 	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
 	changed := make(chan struct{}, 4)
-	cs := connectHTTP(t, srv.URL+runtime.GatewayPath, "", "watcher", &mcp.ClientOptions{
+	cs := connectHTTP(t, srv.URL+gateway.Path, "", "watcher", &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
 	up.RemoveTools("echo")

@@ -1,4 +1,4 @@
-package runtime
+package gateway
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 )
 
-// GatewayPath is the path the gateway serves MCP on over HTTP.
-const GatewayPath = "/mcp"
+// Path is the path the gateway serves MCP on over HTTP.
+const Path = "/mcp"
 
 // HTTPOptions configure Gateway.HTTPHandler. The zero value serves
 // loopback clients without a token.
@@ -41,7 +41,7 @@ type HTTPOptions struct {
 }
 
 // HTTPHandler returns the gateway's Streamable HTTP handler, at
-// GatewayPath (other paths get 404). Before any MCP message is read, each
+// Path (other paths get 404). Before any MCP message is read, each
 // request's Host must be a loopback name or an allowed host and its
 // Origin, if any, the gateway's own loopback origin or an allowed one
 // (DNS-rebinding protection: 403 otherwise), and with a token its bearer
@@ -91,7 +91,7 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 				return
 			}
 		}
-		if r.URL.Path != GatewayPath {
+		if r.URL.Path != Path {
 			http.NotFound(w, r)
 			return
 		}
@@ -211,7 +211,7 @@ func (g *Gateway) rejectHTTP(w http.ResponseWriter, r *http.Request, reason stri
 		ev := &events.GatewayRejected{Remote: r.RemoteAddr, Reason: reason, Status: status, Method: r.Method,
 			Host: truncate(r.Host, 200), Origin: truncate(r.Header.Get("Origin"), 200), Suppressed: suppressed}
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		if _, err := m.submit(ctx, "", ev, true); err != nil {
+		if err := m.RecordRejected(ctx, ev); err != nil {
 			g.log.Warn("gateway: journaling a refused request failed", "err", err)
 		}
 		cancel()

@@ -1,4 +1,4 @@
-package runtime_test
+package runtimetest
 
 import (
 	"encoding/binary"
@@ -8,20 +8,22 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// rawCommits is the journal floor of Audit mode for the benchmarks: raw
+// RawCommits is the journal floor of Audit mode for the benchmarks: raw
 // bbolt, one db.Update per record (fsync on, FillPercent 1.0, hashmap
 // freelist, as the store configures it), a 250-byte record under a
 // big-endian sequence. An audit call commits twice in sequence (call.started
 // before the request, call.finished before the reply); a baseline that
 // makes the direct call between two such commits is what any write-ahead
 // journal on bbolt pays on this disk.
-type rawCommits struct {
+type RawCommits struct {
 	db  *bolt.DB
 	seq uint64
 	val []byte
 }
 
-func openRawCommits(b *testing.B) *rawCommits {
+// OpenRawCommits opens the floor journal in a temporary directory, closed
+// when the benchmark ends.
+func OpenRawCommits(b testing.TB) *RawCommits {
 	b.Helper()
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType})
 	if err != nil {
@@ -35,11 +37,11 @@ func openRawCommits(b *testing.B) *rawCommits {
 	for i := range val {
 		val[i] = byte('a' + i%26)
 	}
-	return &rawCommits{db: db, val: val}
+	return &RawCommits{db: db, val: val}
 }
 
-// commit durably stores one record.
-func (r *rawCommits) commit() error {
+// Commit durably stores one record.
+func (r *RawCommits) Commit() error {
 	return r.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket([]byte("log"))
 		bk.FillPercent = 1.0
@@ -50,15 +52,15 @@ func (r *rawCommits) commit() error {
 	})
 }
 
-// around returns call wrapped between two commits, as an audit call is.
-func (r *rawCommits) around(call func() error) func() error {
+// Around returns call wrapped between two commits, as an audit call is.
+func (r *RawCommits) Around(call func() error) func() error {
 	return func() error {
-		if err := r.commit(); err != nil {
+		if err := r.Commit(); err != nil {
 			return err
 		}
 		if err := call(); err != nil {
 			return err
 		}
-		return r.commit()
+		return r.Commit()
 	}
 }

@@ -1,4 +1,4 @@
-package runtime_test
+package gateway_test
 
 // BenchmarkGateway (issue 7): what mcpledger serve adds to a tool call.
 // Results and the commands that produced them are in BENCHMARKS.md
@@ -64,7 +64,7 @@ func BenchmarkGateway(b *testing.B) {
 	b.Run("floor=direct+2-commits", func(b *testing.B) { // audit's write-ahead on this disk, c=1 only
 		url, _ := runtimetest.StartHTTP(b, bin, nil)
 		cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
-		call := openRawCommits(b).around(func() error {
+		call := runtimetest.OpenRawCommits(b).Around(func() error {
 			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello ledger"}})
 			return err
 		})
@@ -81,7 +81,7 @@ func BenchmarkGateway(b *testing.B) {
 // client, gateway and server are three processes, as in production.
 func benchViaServe(b *testing.B, bin string, relaxed bool) {
 	dir := b.TempDir()
-	mcpledger := buildMcpledger(b, dir)
+	mcpledger := runtimetest.BuildMcpledger(b, dir)
 	cfg := filepath.Join(dir, "mcp.json")
 	js, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"srv": map[string]any{"command": bin}}})
 	if err := os.WriteFile(cfg, js, 0o600); err != nil {
@@ -130,18 +130,6 @@ func benchViaServe(b *testing.B, bin string, relaxed bool) {
 	}
 	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
 	benchConcurrency(b, cs, "mcp__srv__echo")
-}
-
-// buildMcpledger builds cmd/mcpledger into dir.
-func buildMcpledger(b *testing.B, dir string) string {
-	b.Helper()
-	out := filepath.Join(dir, "mcpledger")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/mcpledger")
-	cmd.Dir = filepath.Join("..") // the module root: tests run in runtime/
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building mcpledger: %v\n%s", err, msg)
-	}
-	return out
 }
 
 func benchConnect(b *testing.B, t mcp.Transport) *mcp.ClientSession {
@@ -217,9 +205,9 @@ func runConcurrent(b *testing.B, c int, call func() error) {
 // benchManagerStdio calls the server through Manager.CallTool over stdio,
 // without the gateway: the runtime's share of via-serve.
 func benchManagerStdio(b *testing.B, bin string, d runtime.Durability) {
-	_, adapter := openJournal(b)
-	c, s := stdio("srv", bin, nil)
-	m, err := runtime.New(adapter, &runtime.Options{Config: configOf(c, s), Seed: 1, PingInterval: -1, Durability: d,
+	_, adapter := runtimetest.OpenJournal(b)
+	c, s := runtimetest.Stdio("srv", bin, nil)
+	m, err := runtime.New(adapter, &runtime.Options{Config: runtimetest.ConfigOf(c, s), Seed: 1, PingInterval: -1, Durability: d,
 		TerminateGrace: 200 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)

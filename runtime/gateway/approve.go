@@ -1,4 +1,4 @@
-package runtime
+package gateway
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,21 +19,21 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{
 // message shows.
 const maxApprovalArgs = 2000
 
-// approve is the Approver Bind installs: it asks the user of the client
+// approve is the runtime.Approver Bind installs: it asks the user of the client
 // that made the call, by elicitation, whether the call may run. A call
 // that did not come through the gateway, or whose client did not declare
 // the elicitation capability, is denied with a reason saying so. The
 // answer (or its absence) is journaled by the Manager as call.decided, by
 // "approver:elicitation:CLIENT/VERSION" (or "approver:gateway" when nobody
 // could be asked).
-func (g *Gateway) approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
+func (g *Gateway) approve(ctx context.Context, req runtime.ApprovalRequest) (runtime.Approval, error) {
 	gc := callOf(ctx)
 	if gc == nil {
-		return Approval{By: "gateway", Reason: "the call policy is ask and the call did not come through a gateway client that could be asked"}, nil
+		return runtime.Approval{By: "gateway", Reason: "the call policy is ask and the call did not come through a gateway client that could be asked"}, nil
 	}
 	who := g.caller(gc.ss)
 	if c := capsOf(gc.ss); c.Elicitation == nil {
-		return Approval{By: "gateway", Reason: fmt.Sprintf("the call policy is ask: the call needs its user's approval, and the client (%s) did not declare the elicitation capability to ask for it; approve it with `mcpledger call`, or set the tool's policy to always", who)}, nil
+		return runtime.Approval{By: "gateway", Reason: fmt.Sprintf("the call policy is ask: the call needs its user's approval, and the client (%s) did not declare the elicitation capability to ask for it; approve it with `mcpledger call`, or set the tool's policy to always", who)}, nil
 	}
 	by := "elicitation:" + strings.SplitN(who, " ", 2)[0]
 	args := string(req.Args)
@@ -47,16 +49,16 @@ func (g *Gateway) approve(ctx context.Context, req ApprovalRequest) (Approval, e
 	res, err := gc.ss.Elicit(ectx, &mcp.ElicitParams{Message: msg, RequestedSchema: approvalSchema})
 	switch {
 	case err != nil && ctx.Err() == nil && ectx.Err() != nil:
-		return Approval{By: by, Reason: fmt.Sprintf("no answer within %s", g.opts.ApprovalTimeout)}, nil
+		return runtime.Approval{By: by, Reason: fmt.Sprintf("no answer within %s", g.opts.ApprovalTimeout)}, nil
 	case err != nil:
-		return Approval{By: by}, fmt.Errorf("asking %s: %w", who, err)
+		return runtime.Approval{By: by}, fmt.Errorf("asking %s: %w", who, err)
 	case res.Action == "accept":
 		if ok, _ := res.Content["approve"].(bool); ok {
-			return Approval{Allow: true, By: by}, nil
+			return runtime.Approval{Allow: true, By: by}, nil
 		}
-		return Approval{By: by, Reason: "the user did not approve the call"}, nil
+		return runtime.Approval{By: by, Reason: "the user did not approve the call"}, nil
 	case res.Action == "decline":
-		return Approval{By: by, Reason: "the user declined the call"}, nil
+		return runtime.Approval{By: by, Reason: "the user declined the call"}, nil
 	}
-	return Approval{By: by, Reason: "the user dismissed the approval request (" + sanitizeBy(res.Action) + ")"}, nil
+	return runtime.Approval{By: by, Reason: "the user dismissed the approval request (" + guard.OneLine(res.Action) + ")"}, nil
 }

@@ -1,8 +1,9 @@
-package runtime_test
+package gateway_test
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -17,6 +18,8 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/config"
+	"github.com/mcpledger/mcpledger/runtime/gateway"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -59,7 +62,7 @@ func upstream(name string) (*mcp.Server, *probe) {
 		},
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo a message"},
-		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+		func(_ context.Context, _ *mcp.CallToolRequest, in runtimetest.EchoArgs) (*mcp.CallToolResult, any, error) {
 			return textResult(in.Message), nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "progress", Description: "Reports progress three times"},
@@ -141,22 +144,22 @@ func upstream(name string) (*mcp.Server, *probe) {
 type gwFixture struct {
 	j  *store.Journal
 	m  *runtime.Manager
-	gw *runtime.Gateway
+	gw *gateway.Gateway
 }
 
-func startGateway(t *testing.T, gopts *runtime.GatewayOptions, tune func(*runtime.Options), servers map[string]*mcp.Server) *gwFixture {
+func startGateway(t *testing.T, gopts *gateway.Options, tune func(*runtime.Options), servers map[string]*mcp.Server) *gwFixture {
 	t.Helper()
-	j, adapter := openJournal(t)
+	j, adapter := runtimetest.OpenJournal(t)
 	opts := &runtime.Options{InProcess: servers, Seed: 1, PingInterval: -1, StartupTimeout: 10 * time.Second,
 		Logger: testLogger(t)}
 	if tune != nil {
 		tune(opts)
 	}
 	if gopts == nil {
-		gopts = &runtime.GatewayOptions{}
+		gopts = &gateway.Options{}
 	}
 	gopts.Logger = testLogger(t)
-	gw := runtime.NewGateway(gopts)
+	gw := gateway.New(gopts)
 	m, err := runtime.New(gw.Bind(opts, adapter), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +194,7 @@ func (f *gwFixture) connect(t *testing.T, name string, o *mcp.ClientOptions) *mc
 }
 
 func (f *gwFixture) events(t *testing.T) []events.Event {
-	return sessionEvents(t, f.j, f.m.Session())
+	return runtimetest.SessionEvents(t, f.j, f.m.Session())
 }
 
 func listToolNames(t *testing.T, cs *mcp.ClientSession) map[string]*mcp.Tool {
@@ -217,7 +220,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallT
 
 func TestGatewayToolsCallsAndIdentity(t *testing.T) {
 	up, _ := upstream("up")
-	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up, "other": echoServer("other")})
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up, "other": runtimetest.EchoServer("other")})
 	cs := f.connect(t, "test-client", nil)
 	tools := listToolNames(t, cs)
 	for _, want := range []string{"mcp__up__echo", "mcp__up__progress", "mcp__other__echo"} {
@@ -521,7 +524,7 @@ func waitEvents(t *testing.T, f *gwFixture, cond func([]events.Event) bool, what
 
 func TestGatewayPlainNames(t *testing.T) {
 	up, _ := upstream("up")
-	f := startGateway(t, &runtime.GatewayOptions{PlainNames: true}, nil, map[string]*mcp.Server{"up": up})
+	f := startGateway(t, &gateway.Options{PlainNames: true}, nil, map[string]*mcp.Server{"up": up})
 	cs := f.connect(t, "plain", nil)
 	tools := listToolNames(t, cs)
 	if tools["echo"] == nil || tools["mcp__up__echo"] != nil {
@@ -549,10 +552,10 @@ func TestGatewayPlainNames(t *testing.T) {
 }
 
 func TestGatewayPlainNamesCollisionRefused(t *testing.T) {
-	_, adapter := openJournal(t)
-	opts := &runtime.Options{InProcess: map[string]*mcp.Server{"alpha": echoServer("alpha"), "beta": echoServer("beta")},
+	_, adapter := runtimetest.OpenJournal(t)
+	opts := &runtime.Options{InProcess: map[string]*mcp.Server{"alpha": runtimetest.EchoServer("alpha"), "beta": runtimetest.EchoServer("beta")},
 		Seed: 1, PingInterval: -1}
-	gw := runtime.NewGateway(&runtime.GatewayOptions{PlainNames: true})
+	gw := gateway.New(&gateway.Options{PlainNames: true})
 	m, _ := runtime.New(gw.Bind(opts, adapter), opts)
 	if _, err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -709,5 +712,51 @@ func TestGatewayProgressOfForwardedRequests(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the client's progress did not reach the server")
+	}
+}
+
+// TestAttachChecksBind: Attach refuses a gateway that was never bound, a
+// Manager not yet started, and a Manager made without Bind's journal.
+func TestAttachChecksBind(t *testing.T) {
+	_, adapter := runtimetest.OpenJournal(t)
+	servers := map[string]*mcp.Server{"mem": runtimetest.EchoServer("mem")}
+
+	unbound := gateway.New(nil)
+	defer unbound.Close()
+	plain, err := runtime.New(adapter, &runtime.Options{InProcess: servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := unbound.Attach(t.Context(), plain); err == nil || !strings.Contains(err.Error(), "before Bind") {
+		t.Errorf("Attach of an unbound gateway: %v", err)
+	}
+
+	g := gateway.New(nil)
+	defer g.Close()
+	opts := &runtime.Options{InProcess: servers}
+	j := g.Bind(opts, adapter)
+	if err := g.Attach(t.Context(), plain); !errors.Is(err, runtime.ErrNotStarted) {
+		t.Errorf("Attach of a Manager made without Bind's journal: %v, want runtime.ErrNotStarted", err)
+	}
+	m, err := runtime.New(j, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := g.Attach(t.Context(), m); !errors.Is(err, runtime.ErrNotStarted) {
+		t.Errorf("Attach before Start: %v, want runtime.ErrNotStarted", err)
+	}
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Attach(t.Context(), m); err != nil {
+		t.Errorf("Attach of the bound, started Manager: %v", err)
+	}
+	if err := g.Attach(t.Context(), m); err == nil || !strings.Contains(err.Error(), "already attached") {
+		t.Errorf("second Attach: %v", err)
 	}
 }

@@ -1,0 +1,19 @@
+// Package gateway is `mcpledger serve`: it puts a runtime.Manager (the
+// Manager below) behind one MCP server that any MCP client connects to,
+// over stdio or Streamable HTTP, so that every call a client makes through
+// it is validated, gated, journaled and redacted like `mcpledger call`.
+//
+// It owns the face toward downstream clients: the exposed catalog (tool,
+// resource and prompt names, collisions, list_changed), the HTTP endpoint's
+// guards (bearer token, Host and Origin checks, journaled refusals),
+// forwarding between clients and servers (sampling, elicitation, progress,
+// cancellation, log messages, resource subscriptions), and approvals by
+// elicitation under call policy ask.
+//
+// It uses only the Manager's exported API and the hooks Bind installs in
+// runtime.Options (NewClient, Approver, and a journal that tees the
+// session's events into the gateway's resources and prompts); runtime never
+// imports it. It must not journal anything except through the Manager, nor
+// keep state the journal cannot rebuild beyond what a client connection
+// needs.
+package gateway
