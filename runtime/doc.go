@@ -40,4 +40,16 @@
 // (parent-death signal), and with Options.ShimPath one reaper process per
 // Manager kills the rest of each group (see RunShimIfRequested); Close
 // ends the reaper too.
+//
+// # What lives where
+//
+// runtime keeps the supervisor and the one place that does the ledger's
+// I/O: the Manager and its loop, connections, processes and the reaper,
+// the call path (policy, frames, outcome, retry), re-enactment and the
+// View. Beside it: runtime/config reads and watches the configuration,
+// runtime/guard checks and rewrites a call's values (validation,
+// redaction, rendering), runtime/gateway fronts a Manager as an MCP server
+// (`mcpledger serve`) and runtime/control serves it on the control socket.
+// runtime imports config and guard and never gateway or control: they use
+// its exported API (ARCHITECTURE.md has the map).
 package runtime
