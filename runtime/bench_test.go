@@ -1,9 +1,9 @@
 package runtime_test
 
-// Benchmarks for issue 3: what the Manager adds to a tool call, to
+// Benchmarks of what the Manager adds to a tool call, to
 // presenting a cached catalog, and to starting stdio servers, each against
 // a raw go-sdk baseline. Results and the commands that produced them are
-// in BENCHMARKS.md ("runtime (issue 3)").
+// in BENCHMARKS.md ("runtime").
 //
 // The stdio benchmarks spawn 20 processes per op: keep b.N small, e.g.
 //

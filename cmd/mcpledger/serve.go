@@ -67,7 +67,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 
 	// go-sdk decodes every message with a fresh decoder and buffer (tens of
 	// KB), while a gateway's live heap stays small: collect less often
-	// unless GOGC says otherwise (BENCHMARKS.md, "gateway (issue 7)":
+	// unless GOGC says otherwise (BENCHMARKS.md, "gateway":
 	// 30–40 % off the p50 of a relaxed call).
 	if c.env.getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
