@@ -106,8 +106,10 @@ const (
 	tlMkToolsChanged
 	tlMkPinned
 	tlMkCommand
-	tlMkVerdict
 	tlMkDenied
+	// tlMkVerdict is the last kind: marks are drawn in time and then kind
+	// order, so a verdict's text goes right of the glyphs at its time.
+	tlMkVerdict
 )
 
 type tlMark struct {

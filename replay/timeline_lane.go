@@ -222,7 +222,7 @@ var tlMarkWhat = [...]string{tlMkFail: "failures", tlMkGaveUp: "give-ups", tlMkA
 // marks draws the point marks of a lane whose top is y: failures on the
 // band, denied calls in the calls row, the rest above the band, where a
 // verdict's text moves right of the glyphs drawn at its time. Marks of
-// one kind closer than 10 px are drawn as one.
+// one kind closer than their glyph (12 to 18 px) are drawn as one.
 func (r *tlRender) marks(l *tlLane, y int) {
 	type drawn struct {
 		g    tlGroup
@@ -230,7 +230,7 @@ func (r *tlRender) marks(l *tlLane, y int) {
 		ms   []tlMark
 	}
 	var all []drawn
-	for k := tlMkFail; k <= tlMkDenied; k++ {
+	for k := tlMkFail; k <= tlMkVerdict; k++ {
 		var ms []tlMark
 		for _, m := range l.marks {
 			if m.kind == k {
@@ -252,7 +252,7 @@ func (r *tlRender) marks(l *tlLane, y int) {
 		}
 	}
 	slices.SortStableFunc(all, func(a, b drawn) int {
-		return cmp.Or(cmp.Compare(a.ms[0].t, b.ms[0].t), cmp.Compare(tlBool(a.kind == tlMkVerdict), tlBool(b.kind == tlMkVerdict)))
+		return cmp.Compare(a.ms[0].t, b.ms[0].t)
 	})
 	right := math.Inf(-1) // the right edge of the row above the band so far
 	for _, d := range all {
@@ -424,11 +424,4 @@ func tlTopTools(tools map[string]int, n int) string {
 		parts = append(parts, fmt.Sprintf("%s ×%d", t, tools[t]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func tlBool(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
