@@ -52,8 +52,13 @@ func TestTimelineMarksTooCloseMerge(t *testing.T) {
 	if h := tlHovers(page, "badges · attempt "); len(h) != 1 || h[0].text() != "4" {
 		t.Errorf("badges 18 px apart: %d single marks, want attempt 4 alone", len(h))
 	}
-	if h := tlHovers(page, "wide-badges · 2 retry attempts from"); len(h) != 1 || h[0].text() != "12" {
-		t.Errorf("two-digit badges 20 px apart: %d merged marks, want one showing 12", len(h))
+	wide := tlHovers(page, "wide-badges · 2 retry attempts from")
+	if len(wide) != 1 || wide[0].text() != "12" {
+		t.Fatalf("two-digit badges 20 px apart: %d merged marks, want one showing 12", len(wide))
+	}
+	// The badge holds its 10.8 px of text with 3 px on each side.
+	if x, w := wide[0].num(t, "rect", "x", 0), wide[0].num(t, "rect", "width", 0); x != tlPlotX+100-8.4 || w != 16.8 {
+		t.Errorf("badge 12 at x %v width %v, want %v and 16.8", x, w, tlPlotX+100-8.4)
 	}
 }
 

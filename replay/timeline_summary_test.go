@@ -107,3 +107,21 @@ func TestTimelineSummaryClipsTheLastError(t *testing.T) {
 		t.Errorf("failures %q, want 2", got)
 	}
 }
+
+// TestTimelineClockGoingBack checks a session whose clock went back (a
+// server first seen at the session's last instant, ready before it)
+// renders no infinite or undefined numbers.
+func TestTimelineClockGoingBack(t *testing.T) {
+	s := newTLScene()
+	s.add(tlScenePx, "s", &events.AdmissionDecided{Admitted: true})
+	s.to(500, "s", "", events.StateReady, "ready", 1)
+	page := s.render(t)
+	if got := tlSummary(t, page, "s")[tlColReady]; got != "-" {
+		t.Errorf("ready %q, want -", got)
+	}
+	for _, bad := range []string{"Inf", "NaN"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page shows %s", bad)
+		}
+	}
+}
