@@ -64,32 +64,54 @@ func TestTimelineWidensForBusyServers(t *testing.T) {
 }
 
 // TestTimelineAxisTicks checks the axes: round offsets from the start on
-// top, each with a grid line, the last at the end when the end is round;
-// round times of day under the lanes, where their labels fit.
+// top, each with a grid line, the last at the end when the end is round,
+// labelled unless the label would be cut; round times of day under the
+// lanes, where their labels fit.
 func TestTimelineAxisTicks(t *testing.T) {
-	s := &tlScene{pxNs: 1_000_000} // a px of time is 1 ms
-	s.add(0, "", &events.SessionStarted{})
-	s.to(0, "s", "", events.StateReady, "ready", 1)
-	s.add(1000, "", &events.SessionStopped{}) // 1 s
-	page := string(tlRender(t, s.evs, &replay.TimelineOptions{Width: 1024}))
-	var top, grid, bottom []string
-	for _, m := range regexp.MustCompile(`<text x="[^"]*" y="19" class="tick">([^<]*)</text>`).FindAllStringSubmatch(page, -1) {
-		top = append(top, m[1])
-	}
-	for _, m := range regexp.MustCompile(`<path d="M([0-9.]+) 24V\d+" class="grid"/>`).FindAllStringSubmatch(page, -1) {
-		grid = append(grid, m[1])
-	}
-	for _, m := range regexp.MustCompile(`class="axis"/><text x="[^"]*" y="\d+" class="tick">([^<]*)</text>`).FindAllStringSubmatch(page, -1) {
-		bottom = append(bottom, m[1])
-	}
-	if got, want := strings.Join(top, " "), "+0s +200ms +400ms +600ms +800ms +1s"; got != want {
-		t.Errorf("offsets %q, want %q", got, want)
-	}
-	if got, want := strings.Join(grid, " "), "12 216.8 421.6 626.4 831.2 1036"; got != want {
-		t.Errorf("grid lines at %q, want %q", got, want)
-	}
-	// 09:26:53.000 and 09:26:54.000 are too close to the edges to label.
-	if got, want := strings.Join(bottom, " "), "09:26:53.200 09:26:53.400 09:26:53.600 09:26:53.800"; got != want {
-		t.Errorf("times of day %q, want %q", got, want)
+	for _, c := range []struct {
+		name              string
+		pxNs              int64
+		from, to          float64 // the session, in px of time
+		top, grid, bottom string
+	}{
+		{"1s", 1_000_000, 0, 1000, "+0s +200ms +400ms +600ms +800ms +1s", "12 216.8 421.6 626.4 831.2 1036",
+			// 09:26:53.000 and 09:26:54.000 are too close to the edges to label.
+			"09:26:53.200 09:26:53.400 09:26:53.600 09:26:53.800"},
+		// "+10s" at the end would stick out of the chart.
+		{"10s", 10_000_000, 0, 1000, "+0s +2s +4s +6s +8s", "12 216.8 421.6 626.4 831.2 1036",
+			"09:26:54 09:26:56 09:26:58 09:27:00 09:27:02"}, // whole seconds: no milliseconds
+		// A time of day 28 px from the chart's edge is labelled, its label
+		// just fitting.
+		{"left edge", 1_000_000, -28, 996, "", "",
+			"09:26:53.000 09:26:53.200 09:26:53.400 09:26:53.600 09:26:53.800"},
+		{"right edge", 1_000_000, -196, 828, "", "",
+			"09:26:53.000 09:26:53.200 09:26:53.400 09:26:53.600 09:26:53.800"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &tlScene{pxNs: c.pxNs}
+			s.add(c.from, "", &events.SessionStarted{})
+			s.to(c.from, "s", "", events.StateReady, "ready", 1)
+			s.add(c.to, "", &events.SessionStopped{})
+			page := string(tlRender(t, s.evs, &replay.TimelineOptions{Width: 1024}))
+			var top, grid, bottom []string
+			for _, m := range regexp.MustCompile(`<text x="[^"]*" y="19" class="tick">([^<]*)</text>`).FindAllStringSubmatch(page, -1) {
+				top = append(top, m[1])
+			}
+			for _, m := range regexp.MustCompile(`<path d="M([0-9.]+) 24V\d+" class="grid"/>`).FindAllStringSubmatch(page, -1) {
+				grid = append(grid, m[1])
+			}
+			for _, m := range regexp.MustCompile(`class="axis"/><text x="[^"]*" y="\d+" class="tick">([^<]*)</text>`).FindAllStringSubmatch(page, -1) {
+				bottom = append(bottom, m[1])
+			}
+			if got := strings.Join(top, " "); c.top != "" && got != c.top {
+				t.Errorf("offsets %q, want %q", got, c.top)
+			}
+			if got := strings.Join(grid, " "); c.grid != "" && got != c.grid {
+				t.Errorf("grid lines at %q, want %q", got, c.grid)
+			}
+			if got := strings.Join(bottom, " "); got != c.bottom {
+				t.Errorf("times of day %q, want %q", got, c.bottom)
+			}
+		})
 	}
 }
