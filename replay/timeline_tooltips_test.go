@@ -121,3 +121,37 @@ func TestTimelineToolsChangedTooltip(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineFlagLabelsNeedRoom checks a flag is labelled when its label
+// (46 px for "reload") fits with 2 px to spare before the next flag or
+// the end of the axis, and is a small pennant otherwise.
+func TestTimelineFlagLabelsNeedRoom(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		at     []float64 // reloads, px
+		labels string    // per reload: L labelled, P pennant
+	}{
+		{"48 px to the next", []float64{100, 148}, "PL"},
+		{"49 px to the next", []float64{100, 149}, "LL"},
+		{"48 px to the end", []float64{976}, "P"},
+		{"49 px to the end", []float64{975}, "L"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTLScene()
+			for _, px := range c.at {
+				s.add(px, "", &events.ReloadDecided{Trigger: "watch"})
+			}
+			var got string
+			for _, h := range tlHovers(s.render(t), "reload · watch") {
+				if h.text() == "reload" {
+					got += "L"
+				} else {
+					got += "P"
+				}
+			}
+			if got != c.labels {
+				t.Errorf("flags %s, want %s", got, c.labels)
+			}
+		})
+	}
+}
