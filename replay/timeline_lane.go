@@ -332,12 +332,11 @@ func (r *tlRender) calls(l *tlLane, y int) {
 	for i := range l.calls {
 		c := &l.calls[i]
 		b := &bs[int((r.x(c.from)-tlPad)/bucketPx)]
-		switch {
-		case c.outcome == events.OutcomeOK:
+		if c.outcome == events.OutcomeOK {
 			b.ok++
-		case slices.Contains(tlCallsFailed, c.outcome):
+		} else if slices.Contains(tlCallsFailed, c.outcome) {
 			b.failed++
-		default:
+		} else {
 			b.other++
 		}
 		if c.signals != "" {
@@ -388,16 +387,14 @@ func (r *tlRender) calls(l *tlLane, y int) {
 func tlBandLabels(s *tlSeg) []string {
 	name := string(s.state)
 	var long []string
-	switch {
-	case s.err != "" && s.reason != "":
+	if s.err != "" && s.reason != "" {
 		long = append(long, name+" · "+string(s.reason)+" · "+s.err)
-	case s.err != "":
+	} else if s.err != "" {
 		long = append(long, name+" · "+s.err)
 	}
-	switch {
-	case s.reason != "" && s.state != events.StateReady:
+	if s.reason != "" && s.state != events.StateReady {
 		long = append(long, name+" · "+string(s.reason))
-	case s.attempt > 1 && s.state != events.StateStopped:
+	} else if s.attempt > 1 && s.state != events.StateStopped {
 		long = append(long, name+" · attempt "+strconv.Itoa(s.attempt))
 	}
 	return append(long, name)

@@ -141,10 +141,9 @@ func (r *tlRender) labels() {
 		r.w(`<text x="14" y="%d" class="meta">%s</text>`, y+38, tlEsc(tlClip(sub, 30)))
 		if s, before := l.final(); s.state != "" {
 			label, state, cls := string(s.state), s.state, "pill"
-			switch {
-			case before != "":
+			if before != "" {
 				label, state = string(before)+", then shut down", before
-			case s.reason != "":
+			} else if s.reason != "" {
 				label += " · " + string(s.reason)
 			}
 			if state == events.StateFailed {
