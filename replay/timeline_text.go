@@ -45,7 +45,7 @@ func tlDur(ns int64) string {
 	if d < time.Millisecond {
 		return strconv.FormatInt(d.Microseconds(), 10) + "µs"
 	}
-	if d < time.Second {
+	if d < time.Second-500*time.Microsecond { // from 999.5ms, three digits round to 1s
 		return strconv.FormatFloat(float64(d)/1e6, 'g', 3, 64) + "ms"
 	}
 	if d < time.Minute {

@@ -29,3 +29,40 @@ func TestTimelineTickStepIsRound(t *testing.T) {
 		t.Errorf("tlTickStep(100h) = %s, want a day", got)
 	}
 }
+
+// TestTimelineDurations checks durations are short and exact enough to
+// read: whole µs below a millisecond, three digits up to a minute, then
+// minutes and seconds, hours and minutes, a unit left out when it is 0.
+func TestTimelineDurations(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{1, "0µs"},
+		{840 * time.Microsecond, "840µs"},
+		{time.Millisecond - 1, "999µs"},
+		{time.Millisecond, "1ms"},
+		{316_400 * time.Microsecond, "316ms"},
+		{999_499_999, "999ms"},
+		{999_500_000, "1s"}, // not 1e+03ms
+		{time.Second - 1, "1s"},
+		{time.Second, "1s"},
+		{1020 * time.Millisecond, "1.02s"},
+		{59_940 * time.Millisecond, "59.9s"},
+		{time.Minute, "1m"},
+		{time.Minute + 999*time.Millisecond, "1m"},
+		{time.Minute + time.Second, "1m01s"},
+		{2*time.Minute + 5*time.Second, "2m05s"},
+		{time.Hour - time.Second, "59m59s"},
+		{time.Hour, "1h"},
+		{time.Hour + 59*time.Second, "1h"},
+		{time.Hour + time.Minute, "1h01m"},
+		{25*time.Hour + 30*time.Minute, "25h30m"},
+		{-1500 * time.Microsecond, "-1.5ms"},
+	} {
+		if got := tlDur(int64(c.d)); got != c.want {
+			t.Errorf("tlDur(%d ns) = %q, want %q", int64(c.d), got, c.want)
+		}
+	}
+}
