@@ -80,6 +80,9 @@ func TestTimelineAxisTicks(t *testing.T) {
 		// "+10s" at the end would stick out of the chart.
 		{"10s", 10_000_000, 0, 1000, "+0s +2s +4s +6s +8s", "12 216.8 421.6 626.4 831.2 1036",
 			"09:26:54 09:26:56 09:26:58 09:27:00 09:27:02"}, // whole seconds: no milliseconds
+		// Ticks a second apart: no milliseconds either.
+		{"8s", 8_000_000, 0, 1000, "+0s +1s +2s +3s +4s +5s +6s +7s +8s", "",
+			"09:26:54 09:26:55 09:26:56 09:26:57 09:26:58 09:26:59 09:27:00"},
 		// A time of day 28 px from the chart's edge is labelled, its label
 		// just fitting.
 		{"left edge", 1_000_000, -28, 996, "", "",

@@ -66,3 +66,26 @@ func TestTimelineDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineClip checks text is cut to n characters (not bytes), the
+// last being … when anything was cut.
+func TestTimelineClip(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "ab…"},
+		{"ééé", 3, "ééé"},
+		{"éééé", 3, "éé…"},
+		{"", 1, ""},
+	} {
+		if got := tlClip(c.s, c.n); got != c.want {
+			t.Errorf("tlClip(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+	if got, want := tlHash("sha256:0123456789abcdef"), "0123456789a…"; got != want {
+		t.Errorf("tlHash = %q, want %q: 12 characters without the algorithm", got, want)
+	}
+}
