@@ -133,12 +133,13 @@ func TestTimelineCallHistogram(t *testing.T) {
 		name  string
 		h     tlHover
 		x     float64
-		parts []string // fills, top to bottom
-		total float64  // height
+		parts []string  // fills, top to bottom
+		hs    []float64 // their heights: their share, at least 1.5 px
+		total float64   // height
 	}{
-		{"bucket 0", b0, tlPlotX, []string{"#dc2626", "#94a3b8", "#16a34a"}, 2 + 10*6.0/10},
-		{"bucket 5", b5, tlPlotX + 20, []string{"#16a34a"}, 12},
-		{"bucket 16", last, tlPlotX + 64, []string{"#94a3b8"}, 2 + 10*1.0/10},
+		{"bucket 0", b0, tlPlotX, []string{"#dc2626", "#94a3b8", "#16a34a"}, []float64{1.5, 2.7, 4}, 2 + 10*6.0/10},
+		{"bucket 5", b5, tlPlotX + 20, []string{"#16a34a"}, []float64{12}, 12},
+		{"bucket 16", last, tlPlotX + 64, []string{"#94a3b8"}, []float64{3}, 2 + 10*1.0/10},
 	} {
 		if x := c.h.num(t, "rect", "x", 0); x != c.x {
 			t.Errorf("%s at x %v, want %v", c.name, x, c.x)
@@ -150,6 +151,9 @@ func TestTimelineCallHistogram(t *testing.T) {
 		for i, fill := range c.parts {
 			if got := c.h.attr(t, "rect", "fill", i); got != fill {
 				t.Errorf("%s: part %d in %s, want %s", c.name, i, got, fill)
+			}
+			if got := c.h.num(t, "rect", "height", i); got != c.hs[i] {
+				t.Errorf("%s: part %d %v px high, want %v", c.name, i, got, c.hs[i])
 			}
 			if i > 0 && c.h.num(t, "rect", "y", i) <= c.h.num(t, "rect", "y", i-1) {
 				t.Errorf("%s: part %d drawn above part %d", c.name, i, i-1)

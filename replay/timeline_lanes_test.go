@@ -159,6 +159,11 @@ func TestTimelineMergesBandsTooNarrowToTell(t *testing.T) {
 	loop("apart", 100, 2, L, F)          // 2 px bands
 	loop("blip", 100, 0.125, L, F, L, F) // half a px in all
 	loop("onefast", 100, 1, L)           // one narrow band alone
+	// A 2 px band between narrow ones: three bands.
+	s.to(100, "edge", "", L, "x", 1)
+	s.to(101, "edge", L, F, "x", 1)
+	s.to(103, "edge", F, L, "x", 1)
+	s.to(104, "edge", L, events.StateReady, "x", 1)
 	page := s.render(t)
 
 	most := tlHover1(t, page, "most · 5 states")
@@ -171,8 +176,8 @@ func TestTimelineMergesBandsTooNarrowToTell(t *testing.T) {
 	if !strings.Contains(most.body, `fill="#93c5fd"`) {
 		t.Errorf("merged band %s: want launching's colour, the state of most time", most.body)
 	}
-	// The dashed line under the merged band spans it.
-	if want := fmt.Sprintf(`<path d="M112 %vH117" class="churn"/>`, tlLaneTop(2)+tlBandDy+18); !strings.Contains(most.body, want) {
+	// The dashed line under the merged band (in the 4th lane) spans it.
+	if want := fmt.Sprintf(`<path d="M112 %vH117" class="churn"/>`, tlLaneTop(3)+tlBandDy+18); !strings.Contains(most.body, want) {
 		t.Errorf("merged band %s: want %s", most.body, want)
 	}
 	if tie := tlHover1(t, page, "tie · 4 states"); !strings.Contains(tie.body, `fill="#ef4444"`) {
@@ -181,6 +186,9 @@ func TestTimelineMergesBandsTooNarrowToTell(t *testing.T) {
 	blip := tlHover1(t, page, "blip · 4 states")
 	if w := blip.num(t, "rect", "width", 0); w != 1 {
 		t.Errorf("a merged run of half a px is drawn %v px wide, want 1", w)
+	}
+	if n := len(tlHovers(page, "edge · launching")) + len(tlHovers(page, "edge · failed")); n != 3 {
+		t.Errorf("edge: %d bands, want a narrow one, a 2 px one and a narrow one apart", n)
 	}
 	for _, band := range []string{"apart · launching", "apart · failed", "onefast · launching"} {
 		if h := tlHovers(page, band); len(h) != 1 {
