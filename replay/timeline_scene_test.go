@@ -17,21 +17,18 @@ import (
 // The tests in timeline_*_test.go other than timeline_test.go build
 // sessions event by event on a pixel grid, so they can check where the
 // chart draws things to the pixel: a scene spans tlScenePx px of time
-// drawn tlScenePx px wide, and a px of time is 1,024 ns (or another power
-// of two), so every position is exact.
+// drawn tlScenePx px wide, and a px of time is 1,024 ns (or another span
+// a test picks), so every position is exact.
 const (
 	tlScenePx = 1024
-	tlPlotX   = 12 // the x of the scene's start: the plot's left padding
-	tlLane0   = 48 // the top of the first lane: the axis and the flag row above it
-	tlLaneH   = 68 // the height of a lane
-	tlBandDy  = 22 // the state band's top within its lane
-	tlProcDy  = 42 // the process row's top
-	tlCallDy  = 52 // the calls row's top
-	tlTimerDy = 12 // the timer row's line
-	tlMarkDy  = 12 // the centre of the marks above the band
-	tlFailDy  = 32 // the centre of failure marks, on the band
-	tlDenyDy  = 58 // the centre of denied-call marks, in the calls row
-	tlFitW    = 1120
+	tlPlotX   = 12   // the x of the scene's start: the plot's left padding
+	tlLane0   = 48   // the top of the first lane: the axis and the flag row above it
+	tlLaneH   = 68   // the height of a lane
+	tlBandDy  = 22   // the state band's top within its lane
+	tlCallDy  = 52   // the calls row's top
+	tlTimerDy = 12   // the timer row's line
+	tlFailDy  = 32   // the centre of failure marks, on the band
+	tlFitW    = 1120 // the axis when nothing asks for more
 )
 
 // tlScene is a session built event by event at chosen pixels: the events
@@ -39,7 +36,7 @@ const (
 type tlScene struct {
 	evs   []events.Event
 	width int   // TimelineOptions.Width; tlScenePx unless set
-	pxNs  int64 // the time of a px in ns: a power of two
+	pxNs  int64 // the time of a px in ns
 }
 
 func newTLScene() *tlScene {
