@@ -104,9 +104,17 @@ func TestTimelineCallHistogram(t *testing.T) {
 	s.call("s", "write", 16, 2, events.OutcomeOK, nil)
 	s.call("s", "write", 24, 2, events.OutcomeToolError, nil)
 	s.call("s", "write", 32, 2, events.OutcomeCancelled, nil)
-	// Bucket 5: 10 ok calls of 8 tools, the busiest bucket.
+	// Bucket 5: 10 calls of 8 tools, the busiest bucket, a failed and a
+	// cancelled one among them: the peak counts every call.
 	for i, tool := range []string{"t1", "t1", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8"} {
-		s.call("s", tool, float64(320+4*i), 2, events.OutcomeOK, nil)
+		outcome := events.OutcomeOK
+		switch i {
+		case 0:
+			outcome = events.OutcomeError
+		case 1:
+			outcome = events.OutcomeCancelled
+		}
+		s.call("s", tool, float64(320+4*i), 2, outcome, nil)
 	}
 	s.call("s", "hung", 62, -1, "", nil)
 	// Bucket 16: the session's last instant.
@@ -119,7 +127,7 @@ func TestTimelineCallHistogram(t *testing.T) {
 		t.Errorf("bucket 0:\n%s\nwant\n%s", b0.title, want)
 	}
 	b5 := tlHover1(t, page, "s · 10 calls from")
-	if want := "s · 10 calls from 09:26:53.335 (+336ms) to 09:26:53.402\n10 ok, 0 failed, 0 cancelled or unfinished\n"; !strings.HasPrefix(b5.title, want) {
+	if want := "s · 10 calls from 09:26:53.335 (+336ms) to 09:26:53.402\n8 ok, 1 failed, 1 cancelled or unfinished\n"; !strings.HasPrefix(b5.title, want) {
 		t.Errorf("bucket 5 %q: want it to start %q", b5.title, want)
 	}
 	if want := "t1 ×3, t2 ×1, t3 ×1, t4 ×1, t5 ×1, t6 ×1, and 2 more tools"; !strings.HasSuffix(b5.title, "\n"+want) {
@@ -138,7 +146,7 @@ func TestTimelineCallHistogram(t *testing.T) {
 		total float64   // height
 	}{
 		{"bucket 0", b0, tlPlotX, []string{"#dc2626", "#94a3b8", "#16a34a"}, []float64{1.5, 2.7, 4}, 2 + 10*6.0/10},
-		{"bucket 5", b5, tlPlotX + 20, []string{"#16a34a"}, []float64{12}, 12},
+		{"bucket 5", b5, tlPlotX + 20, []string{"#dc2626", "#94a3b8", "#16a34a"}, []float64{1.5, 1.5, 9.6}, 12},
 		{"bucket 16", last, tlPlotX + 64, []string{"#94a3b8"}, []float64{3}, 2 + 10*1.0/10},
 	} {
 		if x := c.h.num(t, "rect", "x", 0); x != c.x {
