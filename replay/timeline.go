@@ -106,8 +106,10 @@ const (
 	tlMkToolsChanged
 	tlMkPinned
 	tlMkCommand
-	tlMkVerdict
 	tlMkDenied
+	// tlMkVerdict is the last kind: marks are drawn in time and then kind
+	// order, so a verdict's text goes right of the glyphs at its time.
+	tlMkVerdict
 )
 
 type tlMark struct {
@@ -418,10 +420,9 @@ func (m *tlModel) transition(l *tlLane, e *events.Event, p *events.ServerTransit
 	if p.Error != nil {
 		s.info = append(s.info, "error "+tlClip(p.Error.String(), 300))
 		s.err = string(p.Error.Class)
-		switch {
-		case p.Error.Signal != "":
+		if p.Error.Signal != "" {
 			s.err = "signal " + p.Error.Signal
-		case p.Error.Class == events.ErrExit:
+		} else if p.Error.Class == events.ErrExit {
 			s.err = fmt.Sprintf("exit code %d", p.Error.ExitCode)
 		}
 	}

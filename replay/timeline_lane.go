@@ -222,7 +222,7 @@ var tlMarkWhat = [...]string{tlMkFail: "failures", tlMkGaveUp: "give-ups", tlMkA
 // marks draws the point marks of a lane whose top is y: failures on the
 // band, denied calls in the calls row, the rest above the band, where a
 // verdict's text moves right of the glyphs drawn at its time. Marks of
-// one kind closer than 10 px are drawn as one.
+// one kind closer than their glyph (12 to 18 px) are drawn as one.
 func (r *tlRender) marks(l *tlLane, y int) {
 	type drawn struct {
 		g    tlGroup
@@ -230,7 +230,7 @@ func (r *tlRender) marks(l *tlLane, y int) {
 		ms   []tlMark
 	}
 	var all []drawn
-	for k := tlMkFail; k <= tlMkDenied; k++ {
+	for k := tlMkFail; k <= tlMkVerdict; k++ {
 		var ms []tlMark
 		for _, m := range l.marks {
 			if m.kind == k {
@@ -252,7 +252,7 @@ func (r *tlRender) marks(l *tlLane, y int) {
 		}
 	}
 	slices.SortStableFunc(all, func(a, b drawn) int {
-		return cmp.Or(cmp.Compare(a.ms[0].t, b.ms[0].t), cmp.Compare(tlBool(a.kind == tlMkVerdict), tlBool(b.kind == tlMkVerdict)))
+		return cmp.Compare(a.ms[0].t, b.ms[0].t)
 	})
 	right := math.Inf(-1) // the right edge of the row above the band so far
 	for _, d := range all {
@@ -332,12 +332,11 @@ func (r *tlRender) calls(l *tlLane, y int) {
 	for i := range l.calls {
 		c := &l.calls[i]
 		b := &bs[int((r.x(c.from)-tlPad)/bucketPx)]
-		switch {
-		case c.outcome == events.OutcomeOK:
+		if c.outcome == events.OutcomeOK {
 			b.ok++
-		case slices.Contains(tlCallsFailed, c.outcome):
+		} else if slices.Contains(tlCallsFailed, c.outcome) {
 			b.failed++
-		default:
+		} else {
 			b.other++
 		}
 		if c.signals != "" {
@@ -388,16 +387,14 @@ func (r *tlRender) calls(l *tlLane, y int) {
 func tlBandLabels(s *tlSeg) []string {
 	name := string(s.state)
 	var long []string
-	switch {
-	case s.err != "" && s.reason != "":
+	if s.err != "" && s.reason != "" {
 		long = append(long, name+" · "+string(s.reason)+" · "+s.err)
-	case s.err != "":
+	} else if s.err != "" {
 		long = append(long, name+" · "+s.err)
 	}
-	switch {
-	case s.reason != "" && s.state != events.StateReady:
+	if s.reason != "" && s.state != events.StateReady {
 		long = append(long, name+" · "+string(s.reason))
-	case s.attempt > 1 && s.state != events.StateStopped:
+	} else if s.attempt > 1 && s.state != events.StateStopped {
 		long = append(long, name+" · attempt "+strconv.Itoa(s.attempt))
 	}
 	return append(long, name)
@@ -424,11 +421,4 @@ func tlTopTools(tools map[string]int, n int) string {
 		parts = append(parts, fmt.Sprintf("%s ×%d", t, tools[t]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func tlBool(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

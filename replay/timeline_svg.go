@@ -141,10 +141,9 @@ func (r *tlRender) labels() {
 		r.w(`<text x="14" y="%d" class="meta">%s</text>`, y+38, tlEsc(tlClip(sub, 30)))
 		if s, before := l.final(); s.state != "" {
 			label, state, cls := string(s.state), s.state, "pill"
-			switch {
-			case before != "":
+			if before != "" {
 				label, state = string(before)+", then shut down", before
-			case s.reason != "":
+			} else if s.reason != "" {
 				label += " · " + string(s.reason)
 			}
 			if state == events.StateFailed {
@@ -205,10 +204,13 @@ func (r *tlRender) chart() {
 		}
 		r.w("\n")
 	}
+	// The first round instant may be before the start: r.x puts it on the
+	// edge, where a label would be cut, as it would be within 40 px of
+	// either edge. Past the end, r.x stays on the right edge.
 	step = tlTickStep(r.span / r.plotW * 120)
-	for t := (m.start + step - 1) / step * step; t <= m.start+int64(r.span); t += step {
-		if r.x(t) < 40 || r.x(t) > float64(W)-40 {
-			continue // its label would be cut
+	for t := m.start / step * step; r.x(t) <= float64(W)-40; t += step {
+		if r.x(t) < 40 {
+			continue
 		}
 		x := tlF(r.x(t))
 		r.w(`<path d="M%s %dv5" class="axis"/><text x="%s" y="%d" class="tick">%s</text>`+"\n",

@@ -36,22 +36,28 @@ func tlJoin(sep string, parts ...string) string {
 // tlDur formats a duration compactly: 840µs, 316ms, 1.02s, 2m05s, 1h02m.
 func tlDur(ns int64) string {
 	d := time.Duration(ns)
-	switch {
-	case d < 0:
+	if d < 0 {
 		return "-" + tlDur(-ns)
-	case d == 0:
+	}
+	if d == 0 {
 		return "0s"
-	case d < time.Millisecond:
+	}
+	if d < time.Millisecond {
 		return strconv.FormatInt(d.Microseconds(), 10) + "µs"
-	case d < time.Second:
+	}
+	if d < time.Second-500*time.Microsecond { // from 999.5ms, three digits round to 1s
 		return strconv.FormatFloat(float64(d)/1e6, 'g', 3, 64) + "ms"
-	case d < time.Minute:
+	}
+	if d < time.Minute {
 		return strconv.FormatFloat(float64(d)/1e9, 'g', 3, 64) + "s"
-	case d < time.Hour && d%time.Minute < time.Second:
+	}
+	if d < time.Hour && d%time.Minute < time.Second {
 		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < time.Hour:
+	}
+	if d < time.Hour {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d%time.Hour < time.Minute:
+	}
+	if d%time.Hour < time.Minute {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
@@ -75,10 +81,9 @@ func tlHash(h string) string {
 	return tlClip(h, 12)
 }
 
+// tlTail returns the last n lines, each clipped.
 func tlTail(lines []string, n int) []string {
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
+	lines = lines[max(len(lines)-n, 0):]
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		out[i] = tlClip(l, 200)
