@@ -1,0 +1,174 @@
+package store
+
+import (
+	"crypto/sha256"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// twoSessions writes a journal of two sessions appended in interleaved
+// commits: a's events 1-2 at gpos 1-2, b's 1-3 at gpos 3-5, a's 3 at
+// gpos 6. It returns the closed journal's path.
+func twoSessions(t *testing.T) (path string, a, b uuid.UUID) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b = events.NewID(), events.NewID()
+	for _, app := range []struct {
+		sid uuid.UUID
+		n   int
+	}{{a, 2}, {b, 3}, {a, 1}} {
+		evs := make([]events.Event, app.n)
+		for i := range evs {
+			evs[i] = ev("s", 10*i+app.n)
+		}
+		if _, err := j.Append(t.Context(), app.sid, Any, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.Verify(t.Context()); err != nil {
+		t.Fatalf("Verify before the damage: %v", err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, a, b
+}
+
+// verifyCorrupt runs Verify on the journal at path, which must fail with a
+// *CorruptError, and returns it.
+func verifyCorrupt(t *testing.T, path string) (*CorruptError, VerifyReport) {
+	t.Helper()
+	j, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	rep, err := j.Verify(t.Context())
+	var ce *CorruptError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Verify = %v, want a *CorruptError", err)
+	}
+	t.Log(err)
+	return ce, rep
+}
+
+// rewriteHead replaces sid's head in a write transaction with what edit
+// makes of it, keeping its open index segment.
+func rewriteHead(t *testing.T, tx *bolt.Tx, sid uuid.UUID, edit func(h *head)) error {
+	t.Helper()
+	sessions := tx.Bucket(bucketSessions)
+	var h head
+	if ok, err := loadHead(sessions, sid, &h); !ok || err != nil {
+		t.Fatalf("head of %s: %v, %v", sid, ok, err)
+	}
+	edit(&h)
+	return sessions.Put(sid[:], appendHead(nil, &h))
+}
+
+// TestVerifySeqGap: a session whose stored seqs skip one (1, 2, 4) is
+// reported at the missing seq, even when its head, hash chain included,
+// was computed over those very records.
+func TestVerifySeqGap(t *testing.T) {
+	path, _, b := twoSessions(t)
+	damage(t, path, func(tx *bolt.Tx) error {
+		logB := tx.Bucket(bucketLog)
+		var k [8]byte
+		// b's third record (gpos 5) says seq 4.
+		e, err := events.Decode(logB.Get(itob(&k, 5)))
+		if err != nil {
+			return err
+		}
+		e.Seq = 4
+		rec, err := events.Encode(&e)
+		if err != nil {
+			return err
+		}
+		if err := logB.Put(itob(&k, 5), rec); err != nil {
+			return err
+		}
+		// The head over b's records as stored: last seq 4, and the hash
+		// chain over the three of them.
+		var chain [32]byte
+		var first, last events.Event
+		for gpos := uint64(3); gpos <= 5; gpos++ {
+			rec := logB.Get(itob(&k, gpos))
+			e, err := events.Decode(rec)
+			if err != nil {
+				return err
+			}
+			if gpos == 3 {
+				first = e
+			}
+			last = e
+			chain = sha256.Sum256(append(chain[:], rec...))
+		}
+		return rewriteHead(t, tx, b, func(h *head) {
+			h.info = SessionInfo{Session: b, LastSeq: 4, FirstGPos: 3, LastGPos: 5,
+				FirstTime: first.Time, LastTime: last.Time, Head: chain}
+			h.openSeq = 2 // the open segment still covers the three records
+		})
+	})
+	ce, _ := verifyCorrupt(t, path)
+	if ce.Session != b || ce.Seq != 3 || ce.GPos != 5 || !strings.Contains(ce.Reason, "seq gap") {
+		t.Errorf("Verify blamed session %s seq %d gpos %d (%s), want %s seq 3 gpos 5, a seq gap", ce.Session, ce.Seq, ce.GPos, ce.Reason, b)
+	}
+}
+
+// TestVerifyHeadSummary: a head whose first or last position or time
+// disagrees with the session's records is reported, although its hash
+// chain matches them.
+func TestVerifyHeadSummary(t *testing.T) {
+	src, a, b := twoSessions(t)
+	for _, c := range []struct {
+		name string
+		sid  uuid.UUID
+		edit func(s *SessionInfo)
+	}{
+		{"first gpos after the first record", b, func(s *SessionInfo) { s.FirstGPos++ }},
+		{"first gpos before the first record", b, func(s *SessionInfo) { s.FirstGPos-- }},
+		{"last gpos after the last record", a, func(s *SessionInfo) { s.LastGPos++ }},
+		{"last gpos before the last record", a, func(s *SessionInfo) { s.LastGPos-- }},
+		{"first time later", b, func(s *SessionInfo) { s.FirstTime++ }},
+		{"first time earlier", a, func(s *SessionInfo) { s.FirstTime-- }},
+		{"last time later", a, func(s *SessionInfo) { s.LastTime++ }},
+		{"last time earlier", b, func(s *SessionInfo) { s.LastTime-- }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "j.db")
+			copyFile(t, src, path)
+			damage(t, path, func(tx *bolt.Tx) error {
+				return rewriteHead(t, tx, c.sid, func(h *head) { c.edit(&h.info) })
+			})
+			ce, _ := verifyCorrupt(t, path)
+			if ce.Session != c.sid || !strings.Contains(ce.Reason, "does not match records") {
+				t.Errorf("Verify blamed session %s (%s), want %s's head", ce.Session, ce.Reason, c.sid)
+			}
+		})
+	}
+}
+
+// TestVerifyLogSequence: a log bucket whose sequence (the last gpos, the
+// next append's base) is not its number of entries is reported.
+func TestVerifyLogSequence(t *testing.T) {
+	src, _, _ := twoSessions(t)
+	for _, seq := range []uint64{5, 7, 0} {
+		path := filepath.Join(t.TempDir(), "j.db")
+		copyFile(t, src, path)
+		damage(t, path, func(tx *bolt.Tx) error { return tx.Bucket(bucketLog).SetSequence(seq) })
+		ce, rep := verifyCorrupt(t, path)
+		if rep.LogEntries != 6 || rep.Sessions != 2 || !strings.Contains(ce.Reason, "sequence") {
+			t.Errorf("sequence %d: Verify = %+v, %v; want the log's 6 entries and 2 sessions checked, then its sequence reported", seq, rep, ce)
+		}
+	}
+}
