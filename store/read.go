@@ -121,12 +121,12 @@ func (j *Journal) fillSession(session uuid.UUID) fillFunc {
 				for i := range s.count {
 					at = span{seq: s.seq + i, gpos: s.gpos + i}
 					if !m.holds(k) || !m.holds(v) {
-						return &CorruptError{Session: session, Seq: s.seq + i, GPos: s.gpos + i, Reason: "the log entry points outside the file (damaged leaf page)"}
+						return &CorruptError{Session: session, Seq: at.seq, GPos: at.gpos, Reason: "the log entry points outside the file (damaged leaf page)"}
 					}
-					if gpos, ok := btoi(k); !ok || gpos != s.gpos+i || v == nil {
-						return &CorruptError{Session: session, Seq: s.seq + i, GPos: s.gpos + i, Reason: "index points at a missing record"}
+					if gpos, ok := btoi(k); !ok || gpos != at.gpos || v == nil {
+						return &CorruptError{Session: session, Seq: at.seq, GPos: at.gpos, Reason: "index points at a missing record"}
 					}
-					c.copyRec(recPos{sid: session, seq: s.seq + i, gpos: s.gpos + i}, v)
+					c.copyRec(recPos{sid: session, seq: at.seq, gpos: at.gpos}, v)
 					k, v = cur.Next()
 				}
 				next = s.seq + s.count
