@@ -308,20 +308,30 @@ func TestRetryWindow(t *testing.T) {
 	if j, err = Open(path, &Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
+	defer func() { j.Close() }()
 	res, err := j.Append(ctx, sid, Exact(0), first.Events)
 	if err != nil || !res.Duplicate || res.FirstGPos != 1 {
 		t.Fatalf("retry at the edge of the window = %+v, %v", res, err)
 	}
 	filler(1) // the window now starts at event 2
-	if res, err := j.Append(ctx, sid, Any, first.Events[1:]); err != nil || !res.Duplicate || res.FirstSeq != 2 {
-		t.Fatalf("retry of event 2, inside the window = %+v, %v", res, err)
-	}
-	if _, err := j.Append(ctx, sid, Any, first.Events); !errors.Is(err, ErrConflict) {
-		t.Fatalf("retry of events 1 and 2, only 2 in the window: %v, want ErrConflict", err)
-	}
-	if _, err := j.Append(ctx, sid, Exact(0), first.Events[:1]); !errors.Is(err, ErrConflict) {
-		t.Fatalf("retry of event 1, beyond the window, with Exact(0): %v, want ErrConflict", err)
+	for _, when := range []string{"", " after a reopen"} {
+		if when != "" {
+			if err := j.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if j, err = Open(path, &Options{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if res, err := j.Append(ctx, sid, Any, first.Events[1:]); err != nil || !res.Duplicate || res.FirstSeq != 2 {
+			t.Fatalf("retry of event 2, inside the window%s = %+v, %v", when, res, err)
+		}
+		if _, err := j.Append(ctx, sid, Any, first.Events); !errors.Is(err, ErrConflict) {
+			t.Fatalf("retry of events 1 and 2, only 2 in the window%s: %v, want ErrConflict", when, err)
+		}
+		if _, err := j.Append(ctx, sid, Exact(0), first.Events[:1]); !errors.Is(err, ErrConflict) {
+			t.Fatalf("retry of event 1, beyond the window, with Exact(0)%s: %v, want ErrConflict", when, err)
+		}
 	}
 	// With Any, an event older than the window is appended again.
 	if res, err := j.Append(ctx, sid, Any, first.Events[:1]); err != nil || res.Duplicate || res.FirstSeq != 3 {

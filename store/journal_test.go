@@ -304,35 +304,54 @@ func TestNotJournal(t *testing.T) {
 	}
 }
 
-func TestNewerFormat(t *testing.T) {
+// TestMetaVersions: Open reads meta/format and meta/codec as decimal
+// versions: a newer one is ErrNewerFormat (up to the largest 32-bit
+// version), an older format, zero, or anything else is ErrNotJournal.
+func TestMetaVersions(t *testing.T) {
 	path := tempPath(t)
 	mustOpen(t, path, noSync()).Close()
-	for _, key := range []string{"format", "codec"} {
-		db, err := bolt.Open(path, 0o600, nil)
+	format, codec := strconv.Itoa(store.FormatVersion), strconv.Itoa(store.CodecVersion)
+	for _, c := range []struct {
+		format, codec string
+		want          error // nil: opens
+	}{
+		{format, codec, nil},
+		{"99", codec, store.ErrNewerFormat},
+		{format, "99", store.ErrNewerFormat},
+		{"4294967295", codec, store.ErrNewerFormat},
+		{format, "4294967295", store.ErrNewerFormat},
+		{"4294967296", codec, store.ErrNotJournal},
+		{"99999999999", codec, store.ErrNotJournal},
+		{strconv.Itoa(store.FormatVersion - 1), codec, store.ErrNotJournal},
+		{"0", codec, store.ErrNotJournal},
+		{format, "0", store.ErrNotJournal},
+		{format, "", store.ErrNotJournal},
+		{"two", codec, store.ErrNotJournal},
+	} {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = db.Update(func(tx *bolt.Tx) error {
 			meta := tx.Bucket([]byte("meta"))
-			for _, k := range []string{"format", "codec"} {
-				v := strconv.Itoa(map[string]int{"format": store.FormatVersion, "codec": store.CodecVersion}[k])
-				if k == key {
-					v = "99"
-				}
-				if err := meta.Put([]byte(k), []byte(v)); err != nil {
-					return err
-				}
+			if err := meta.Put([]byte("format"), []byte(c.format)); err != nil {
+				return err
 			}
-			return nil
+			return meta.Put([]byte("codec"), []byte(c.codec))
 		})
-		db.Close()
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ro := range []bool{false, true} {
-			_, err := store.Open(path, &store.Options{ReadOnly: ro})
-			if !errors.Is(err, store.ErrNewerFormat) {
-				t.Errorf("meta/%s=99, ReadOnly=%v: Open = %v, want ErrNewerFormat", key, ro, err)
+			j, err := store.Open(path, &store.Options{ReadOnly: ro, NoSync: true})
+			if err == nil {
+				j.Close()
+			}
+			if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+				t.Errorf("meta/format=%q meta/codec=%q, ReadOnly=%v: Open = %v, want %v", c.format, c.codec, ro, err, c.want)
 			}
 		}
 	}

@@ -172,3 +172,31 @@ func TestVerifyLogSequence(t *testing.T) {
 		}
 	}
 }
+
+// TestMissingRecord: a record deleted from the log is reported by Verify
+// as a gap in the log, and by ReadSession, after the events before it,
+// at the seq and gpos the session's index gives it.
+func TestMissingRecord(t *testing.T) {
+	path, _, b := twoSessions(t)
+	damage(t, path, func(tx *bolt.Tx) error {
+		var k [8]byte
+		return tx.Bucket(bucketLog).Delete(itob(&k, 4)) // b's seq 2
+	})
+	ce, _ := verifyCorrupt(t, path)
+	if ce.GPos != 4 || !strings.Contains(ce.Reason, "global log gap") {
+		t.Errorf("Verify blamed gpos %d (%s), want a gap at gpos 4", ce.GPos, ce.Reason)
+	}
+	j, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var seqs []uint64
+	err = j.ReadSession(t.Context(), b, 1, func(e events.Event) error { seqs = append(seqs, e.Seq); return nil })
+	if !errors.As(err, &ce) || ce.Session != b || ce.Seq != 2 || ce.GPos != 4 || !strings.Contains(ce.Reason, "missing record") {
+		t.Fatalf("ReadSession = %v, want a missing record at seq 2 gpos 4", err)
+	}
+	if len(seqs) != 1 || seqs[0] != 1 {
+		t.Errorf("ReadSession delivered seqs %v before the missing record, want [1]", seqs)
+	}
+}
