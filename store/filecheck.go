@@ -303,12 +303,13 @@ func lockShared(f *os.File, timeout time.Duration) error {
 	start := time.Now()
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-		switch {
-		case err == nil:
+		if err == nil {
 			return nil
-		case !errors.Is(err, syscall.EWOULDBLOCK):
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			return err
-		case time.Since(start) > timeout-retry:
+		}
+		if time.Since(start) > timeout-retry {
 			return ErrLocked
 		}
 		time.Sleep(retry)

@@ -146,14 +146,16 @@ func spans(m mapped, c *bolt.Cursor, h *head, seq uint64, limit int, dst []span)
 			}
 			runs, ok = parseRuns(v, runs[:0])
 			n := runsEvents(runs)
-			switch {
-			case !ok || n == 0:
+			if !ok || n == 0 {
 				return dst, &CorruptError{Session: sid, Seq: kseq, Reason: "undecodable index segment"}
-			case first && (kseq > seq || kseq+n <= seq):
+			}
+			if first && (kseq > seq || kseq+n <= seq) {
 				return dst, &CorruptError{Session: sid, Seq: seq, Reason: "index has no segment for the seq"}
-			case !first && kseq != end:
+			}
+			if !first && kseq != end {
 				return dst, &CorruptError{Session: sid, Seq: end, Reason: fmt.Sprintf("index segments do not join: next is at seq %d", kseq)}
-			case kseq+n > h.openSeq:
+			}
+			if kseq+n > h.openSeq {
 				return dst, &CorruptError{Session: sid, Seq: kseq, Reason: "index segment overlaps the open segment"}
 			}
 			first, end = false, kseq+n
