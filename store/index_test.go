@@ -234,6 +234,12 @@ func TestVerifyIndex(t *testing.T) {
 			}
 			return tx.Bucket(bucketIndex).Put(k, appendRuns(nil, runs))
 		},
+		"later run points elsewhere": func(tx *bolt.Tx) error {
+			k, v := firstSegment(tx)
+			runs, _ := parseRuns(v, nil)
+			runs[len(runs)-1].gpos++ // the first position and the counts stay
+			return tx.Bucket(bucketIndex).Put(k, appendRuns(nil, runs))
+		},
 		"stray segment": func(tx *bolt.Tx) error {
 			var kb [indexKeyLen]byte
 			return tx.Bucket(bucketIndex).Put(indexKey(&kb, events.NewID(), 1), appendRuns(nil, []run{{1, 1}}))
@@ -431,5 +437,64 @@ func TestSubmitThenAppend(t *testing.T) {
 	}
 	if rep, err := j.Verify(ctx); err != nil || rep.Events != seq {
 		t.Fatalf("Verify = %+v, %v", rep, err)
+	}
+}
+
+// TestIndexRunAcrossSeal: when a session's open index segment is sealed
+// and its next append lands right after its last event, the run of
+// positions continues across the two segments; reads and Verify take it
+// as one.
+func TestIndexRunAcrossSeal(t *testing.T) {
+	j, err := Open(filepath.Join(t.TempDir(), "j.db"), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := t.Context()
+	a, b := events.NewID(), events.NewID()
+	sealed := func() bool {
+		var ok bool
+		_ = j.db.View(func(tx *bolt.Tx) error {
+			var kb [indexKeyLen]byte
+			k, _ := tx.Bucket(bucketIndex).Cursor().Seek(indexKey(&kb, a, 0))
+			sid, _, _ := parseIndexKey(k)
+			ok = sid == a
+			return nil
+		})
+		return ok
+	}
+	n := 0
+	for { // a's appends alternate with b's: a run each
+		if _, err := j.Append(ctx, a, Any, []events.Event{ev("s", n)}); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if sealed() {
+			break
+		}
+		if _, err := j.Append(ctx, b, Any, []events.Event{ev("s", n)}); err != nil {
+			t.Fatal(err)
+		}
+		if n > 1000 {
+			t.Fatal("a's index segment was never sealed")
+		}
+	}
+	// a's last event ends the sealed segment; these follow it directly.
+	for i := range 2 {
+		if _, err := j.Append(ctx, a, Any, []events.Event{ev("s", n+i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs uint64
+	if err := j.ReadSession(ctx, a, 1, func(e events.Event) error {
+		if seqs++; e.Seq != seqs {
+			t.Fatalf("seq %d at position %d", e.Seq, seqs)
+		}
+		return nil
+	}); err != nil || seqs != uint64(n+2) {
+		t.Fatalf("ReadSession read %d events (%v), want %d", seqs, err, n+2)
+	}
+	if _, err := j.Verify(ctx); err != nil {
+		t.Fatalf("Verify: %v", err)
 	}
 }

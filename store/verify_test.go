@@ -200,3 +200,46 @@ func TestMissingRecord(t *testing.T) {
 		t.Errorf("ReadSession delivered seqs %v before the missing record, want [1]", seqs)
 	}
 }
+
+// TestVerifyHeads: every head in sessions/ must be reached by the walk
+// of the log with all its events: a head without records, one that
+// claims more events than the log holds, and a key that is not a
+// session's are reported.
+func TestVerifyHeads(t *testing.T) {
+	src, a, _ := twoSessions(t)
+	stray := events.NewID()
+	for _, c := range []struct {
+		name   string
+		damage func(tx *bolt.Tx) error
+		sid    uuid.UUID
+		seq    uint64
+		reason string
+	}{
+		{"head without records", func(tx *bolt.Tx) error {
+			h := head{info: SessionInfo{Session: stray, LastSeq: 2, FirstGPos: 7, LastGPos: 8}, openSeq: 1, runs: []run{{7, 2}}}
+			return tx.Bucket(bucketSessions).Put(stray[:], appendHead(nil, &h))
+		}, stray, 1, "head says 2 events, the log holds 0"},
+		{"head with more events than the log", func(tx *bolt.Tx) error {
+			return rewriteHead(t, tx, a, func(h *head) {
+				h.info.LastSeq++
+				h.runs = append(h.runs, run{10, 1})
+			})
+		}, a, 4, "head says 4 events, the log holds 3"},
+		{"stray key", func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketSessions).Put([]byte("not a session id"[:15]), make([]byte, headLen))
+		}, uuid.Nil, 0, "stray key 6e6f7420612073657373696f6e2069 in sessions"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "j.db")
+			copyFile(t, src, path)
+			damage(t, path, c.damage)
+			ce, rep := verifyCorrupt(t, path)
+			if ce.Session != c.sid || ce.Seq != c.seq || ce.Reason != c.reason {
+				t.Errorf("Verify blamed session %s seq %d: %q; want %s seq %d: %q", ce.Session, ce.Seq, ce.Reason, c.sid, c.seq, c.reason)
+			}
+			if rep.LogEntries != 6 {
+				t.Errorf("Verify checked %d log entries, want all 6", rep.LogEntries)
+			}
+		})
+	}
+}
