@@ -63,6 +63,10 @@ func TestHeadEncoding(t *testing.T) {
 	if len(b) != headLen {
 		t.Fatalf("head is %d bytes, want %d", len(b), headLen)
 	}
+	// appendHead appends: after a prefix, the same bytes.
+	if got := appendHead([]byte("prefix"), &h); string(got[:6]) != "prefix" || string(got[6:]) != string(b) {
+		t.Errorf("appendHead after a prefix = %q…, want the prefix and the %d bytes of the head", got[:min(len(got), 12)], headLen)
+	}
 	var got head
 	if !parseHead(sid, b, &got) || got.info != h.info || got.openSeq != 6 || !slices.Equal(got.runs, h.runs) {
 		t.Fatalf("parseHead = %+v", got)
@@ -77,12 +81,20 @@ func TestHeadEncoding(t *testing.T) {
 	if parseHead(sid, b[:headLen-1], &got) {
 		t.Error("parseHead took a short head")
 	}
-	var many []run
-	for i := range 100 {
-		many = append(many, run{uint64(2*i + 1), 1})
+	// A head holds runs of up to runsCap bytes: 64 runs of 2 bytes.
+	var full []run
+	for i := range runsCap / 2 {
+		full = append(full, run{uint64(2*i + 1), 1})
 	}
-	if fitsHead(many) {
-		t.Error("100 runs fit in a head")
+	if !fitsHead(full) {
+		t.Fatalf("%d bytes of runs do not fit in a head", runsLen(full))
+	}
+	h = head{info: SessionInfo{Session: sid, LastSeq: uint64(len(full)), FirstGPos: 1, LastGPos: full[len(full)-1].gpos}, openSeq: 1, runs: full}
+	if !parseHead(sid, appendHead(nil, &h), &got) || !slices.Equal(got.runs, full) {
+		t.Errorf("a head with %d bytes of runs does not parse back", runsLen(full))
+	}
+	if fitsHead(append(full, run{1000, 1})) {
+		t.Errorf("%d bytes of runs fit in a head", runsLen(full)+2)
 	}
 }
 
