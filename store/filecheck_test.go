@@ -211,3 +211,86 @@ func TestOpenTruncated(t *testing.T) {
 		t.Errorf("Head = %+v, %v", info, err)
 	}
 }
+
+// TestCheckFileBucketValues: checkFile checks each top-level bucket's
+// value in the root bucket's leaf page: a bucket's root page must be in
+// use; an inline bucket's page must be a leaf whose elements lie inside
+// the value; an element must end inside the page, and may end right at
+// its end.
+func TestCheckFileBucketValues(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := make([]events.Event, 60) // enough that log/ has pages of its own
+	for i := range evs {
+		evs[i] = ev("a", i)
+	}
+	if _, err := j.Append(t.Context(), events.NewID(), NoStream, evs); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newestMeta(t, data)
+	data = data[:m.pgid*uint64(m.pageSize)]
+	le := binary.LittleEndian
+	root, size := int(m.root)*int(m.pageSize), int(m.pageSize)
+	if flags := le.Uint16(data[root+8:]); flags != leafPageFlag {
+		t.Fatalf("the root bucket's page has flags %#x, want a leaf", flags)
+	}
+	// The root page's elements by key: where the element and its value are.
+	type elem struct{ at, value, vsize int }
+	elems := map[string]elem{}
+	count := int(le.Uint16(data[root+10:]))
+	for i := range count {
+		at := root + pageHeader + i*pageElemSize
+		pos, ksize, vsize := int(le.Uint32(data[at+4:])), int(le.Uint32(data[at+8:])), int(le.Uint32(data[at+12:]))
+		elems[string(data[at+pos:at+pos+ksize])] = elem{at, at + pos + ksize, vsize}
+	}
+	logE, metaE, last := elems["log"], elems["meta"], elems["sessions"]
+	if le.Uint64(data[logE.value:]) == 0 || le.Uint64(data[metaE.value:]) != 0 || le.Uint64(data[last.value:]) != 0 || last.at != root+pageHeader+(count-1)*pageElemSize {
+		t.Fatal("want log/ in pages of its own, meta/ and sessions/ inline, and sessions/ last in the root page")
+	}
+	metaPage := metaE.value + bucketHeader // meta/'s inline page
+	metaElem := metaPage + pageHeader      // its first element
+	inlineEnd := pageHeader + int(le.Uint32(data[metaElem+4:])) + int(le.Uint32(data[metaElem+8:])) + 4096 - (metaE.vsize - bucketHeader)
+	pastPage := last.value - root // with a value as long as a page
+	for _, c := range []struct {
+		name   string
+		damage func(b []byte)
+		want   string // "" for none
+	}{
+		{"log/'s root page past the end", func(b []byte) { le.PutUint64(b[logE.value:], m.pgid) },
+			fmt.Sprintf(`bucket "log" in the root bucket's page %d: its root page %d is outside the file's %d pages`, m.root, m.pgid, m.pgid)},
+		{"log/'s root page a meta page", func(b []byte) { le.PutUint64(b[logE.value:], 1) }, "its root page 1 is outside"},
+		{"log/'s value short", func(b []byte) { le.PutUint32(b[logE.at+12:], 8) }, "its value has 8 bytes"},
+		{"meta/'s inline page a branch", func(b []byte) { le.PutUint16(b[metaPage+8:], branchPageFlag) },
+			`bucket "meta" in the root bucket's page ` + fmt.Sprint(m.root) + ": its inline page is not a leaf"},
+		{"meta/'s inline page too many elements", func(b []byte) { le.PutUint16(b[metaPage+10:], 1000) }, "its inline page has 1000 elements, more than it holds"},
+		{"meta/'s inline element past its value", func(b []byte) { le.PutUint32(b[metaElem+12:], 4096) },
+			fmt.Sprintf("element 0 of its inline page ends %d bytes past it", inlineEnd)},
+		{"the last element ends at the end of the page", func(b []byte) { le.PutUint32(b[last.at+12:], uint32(root+size-last.value)) }, ""},
+		{"the last element ends at the end of the page, its inline page a branch", func(b []byte) {
+			le.PutUint32(b[last.at+12:], uint32(root+size-last.value))
+			le.PutUint16(b[last.value+bucketHeader+8:], branchPageFlag)
+		}, `bucket "sessions"`},
+		{"the last element past the page", func(b []byte) { le.PutUint32(b[last.at+12:], uint32(size)) },
+			fmt.Sprintf("element %d of the root bucket's page %d ends %d bytes past the page", count-1, m.root, pastPage)},
+	} {
+		b := bytes.Clone(data)
+		c.damage(b)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := checkFile(path, time.Second)
+		if c.want == "" && err != nil || c.want != "" && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: checkFile = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
