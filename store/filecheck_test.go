@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,15 +35,21 @@ func TestDamagedFirstMeta(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m0, _ := parseMeta(data)
+	defer f.Close()
+	m0, _ := readMeta(f, 0)
 	flipChecksum := func(page int) {
 		t.Helper()
-		data[page*int(m0.pageSize)+pageHeader+metaSumOffset] ^= 1
-		if err := os.WriteFile(path, data, 0o600); err != nil {
+		var b [1]byte
+		off := int64(page)*int64(m0.pageSize) + pageHeader + metaSumOffset
+		if _, err := f.ReadAt(b[:], off); err != nil {
+			t.Fatal(err)
+		}
+		b[0] ^= 1
+		if _, err := f.WriteAt(b[:], off); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,10 +70,7 @@ func TestDamagedFirstMeta(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if data, err = os.ReadFile(path); err != nil { // the writable Open rewrote a meta
-		t.Fatal(err)
-	}
-	flipChecksum(0)
+	flipChecksum(0) // the writable Open rewrote a meta: damage both
 	flipChecksum(1)
 	if _, err := Open(path, &Options{ReadOnly: true}); !errors.Is(err, ErrNotJournal) {
 		t.Errorf("Open with both meta pages damaged: %v, want ErrNotJournal", err)
@@ -184,31 +188,37 @@ func TestOpenTruncated(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newestMeta(t, data)
-	used := int(m.pgid) * int(m.pageSize)
-	for _, n := range []int{used - 1, used - int(m.pageSize), used / 2} {
-		if err := os.WriteFile(path, data[:n], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_, err := Open(path, &Options{ReadOnly: true})
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "truncated") {
-			t.Errorf("Open of the file cut to %d of its %d bytes in use: %v, want ErrCorrupt, truncated", n, used, err)
-		}
+	m0, _ := readMeta(f, 0)
+	m1, _ := readMeta(f, int64(m0.pageSize))
+	f.Close()
+	m := m0
+	if m1.txid > m0.txid {
+		m = m1
 	}
-	if err := os.WriteFile(path, data[:used], 0o600); err != nil {
+	used := int64(m.pgid) * int64(m.pageSize)
+	if err := os.Truncate(path, used); err != nil {
 		t.Fatal(err)
 	}
 	j, err = Open(path, &Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("Open of the pages in use: %v", err)
 	}
-	defer j.Close()
 	if info, err := j.Head(t.Context(), sid); err != nil || info.LastSeq != 3 {
 		t.Errorf("Head = %+v, %v", info, err)
+	}
+	j.Close()
+	for _, n := range []int64{used - 1, used - int64(m.pageSize), used / 2} {
+		if err := os.Truncate(path, n); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(path, &Options{ReadOnly: true})
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("Open of the file cut to %d of its %d bytes in use: %v, want ErrCorrupt, truncated", n, used, err)
+		}
 	}
 }
 
@@ -292,5 +302,94 @@ func TestCheckFileBucketValues(t *testing.T) {
 		if c.want == "" && err != nil || c.want != "" && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: checkFile = %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// metaPage returns a valid bbolt meta page (header and meta, with its
+// checksum) for the given fields.
+func metaPage(pageSize uint32, root, freelist, pgid, txid uint64) []byte {
+	b := make([]byte, pageHeader+metaSumOffset+8)
+	m := b[pageHeader:]
+	le := binary.LittleEndian
+	le.PutUint32(m[0:], boltMagic)
+	le.PutUint32(m[4:], boltVersion)
+	le.PutUint32(m[8:], pageSize)
+	le.PutUint64(m[16:], root)
+	le.PutUint64(m[32:], freelist)
+	le.PutUint64(m[40:], pgid)
+	le.PutUint64(m[48:], txid)
+	h := fnv.New64a()
+	h.Write(m[:metaSumOffset])
+	le.PutUint64(m[metaSumOffset:], h.Sum64())
+	return b
+}
+
+// TestSecondMetaSearch: with the first meta page invalid, checkFile finds
+// the second where bbolt does, at a power of two from 1 KiB to 16 MiB
+// that leaves at least 1 KiB of the file after it, and judges the file by
+// it (here: too short for the pages the meta says are in use).
+func TestSecondMetaSearch(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name      string
+		size, pos int64
+		want      error
+	}{
+		{"at 4 KiB", 64 << 10, 4 << 10, ErrCorrupt},
+		{"at 16 MiB", 16<<20 + 4<<10, 16 << 20, ErrCorrupt},
+		{"at 32 MiB, past the search", 32<<20 + 4<<10, 32 << 20, ErrNotJournal},
+		{"in the last KiB", 3 << 10, 2 << 10, ErrNotJournal},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A sparse file: zeros (no valid first meta) but for the meta at pos,
+		// which says far more pages are in use than the file holds.
+		if err := f.Truncate(c.size); err == nil {
+			_, err = f.WriteAt(metaPage(4096, 3, 2, 1<<20, 7), c.pos)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkFile(path, time.Second); !errors.Is(err, c.want) {
+			t.Errorf("meta %s of a %d-byte file: checkFile = %v, want %v", c.name, c.size, err, c.want)
+		}
+	}
+}
+
+// TestMetasSameTxid: of two valid metas with the same transaction id,
+// bbolt reads the first; so does checkFile.
+func TestMetasSameTxid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, _ := readMeta(f, 0)
+	fi, err := f.Stat()
+	if err == nil {
+		// The second meta: the first's transaction, but pages past the end.
+		_, err = f.WriteAt(metaPage(m0.pageSize, m0.root, m0.freelist, uint64(fi.Size())/uint64(m0.pageSize)+1, m0.txid), int64(m0.pageSize))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkFile(path, time.Second); err != nil {
+		t.Errorf("checkFile = %v, want the file judged by its first meta", err)
 	}
 }

@@ -81,6 +81,14 @@ func TestHeadEncoding(t *testing.T) {
 	if parseHead(sid, b[:headLen-1], &got) {
 		t.Error("parseHead took a short head")
 	}
+	// A session has a head once it has events: a head of none is damage.
+	empty := head{info: SessionInfo{Session: sid}, openSeq: 1}
+	if _, ok := parseInfo(sid, appendHead(nil, &empty)); ok {
+		t.Error("parseInfo took a head of no events")
+	}
+	if parseHead(sid, appendHead(nil, &empty), &got) {
+		t.Error("parseHead took a head of no events")
+	}
 	// A head holds runs of up to runsCap bytes: 64 runs of 2 bytes.
 	var full []run
 	for i := range runsCap / 2 {
