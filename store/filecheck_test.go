@@ -393,3 +393,38 @@ func TestMetasSameTxid(t *testing.T) {
 		t.Errorf("checkFile = %v, want the file judged by its first meta", err)
 	}
 }
+
+// checkRoot on a file of three pages whose last is the root bucket's: a
+// root page past the pages in use is refused; a leaf page whose
+// elements fill it exactly passes.
+func TestCheckRootPage(t *testing.T) {
+	const ps = 4096
+	page := make([]byte, ps)
+	le := binary.LittleEndian
+	le.PutUint64(page[0:], 2)
+	le.PutUint16(page[8:], leafPageFlag)
+	le.PutUint16(page[10:], (ps-pageHeader)/pageElemSize) // empty elements, up to the end
+	f, err := os.Create(filepath.Join(t.TempDir(), "pages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(page, 2*ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRoot(f, boltMeta{pageSize: ps, root: 2, pgid: 3}); err != nil {
+		t.Errorf("a full root page: %v", err)
+	}
+	for _, root := range []uint64{1, 3} {
+		if err := checkRoot(f, boltMeta{pageSize: ps, root: root, pgid: 3}); err == nil || !strings.Contains(err.Error(), "outside the file's 3 pages") {
+			t.Errorf("root page %d of 3: %v, want it outside the file", root, err)
+		}
+	}
+	le.PutUint16(page[10:], (ps-pageHeader)/pageElemSize+1)
+	if _, err := f.WriteAt(page, 2*ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRoot(f, boltMeta{pageSize: ps, root: 2, pgid: 3}); err == nil || !strings.Contains(err.Error(), "more than it holds") {
+		t.Errorf("a root page of one element too many: %v", err)
+	}
+}

@@ -499,6 +499,13 @@ func TestIndexRunAcrossSeal(t *testing.T) {
 			t.Fatal("a's index segment was never sealed")
 		}
 	}
+	// a's open segment is empty: every event is in sealed segments.
+	if info, err := j.Head(ctx, a); err != nil || info.LastSeq != uint64(n) {
+		t.Fatalf("Head right after the seal = %+v, %v", info, err)
+	}
+	if _, err := j.Verify(ctx); err != nil {
+		t.Fatalf("Verify right after the seal: %v", err)
+	}
 	// a's last event ends the sealed segment; these follow it directly.
 	for i := range 2 {
 		if _, err := j.Append(ctx, a, Any, []events.Event{ev("s", n+i)}); err != nil {
