@@ -427,4 +427,32 @@ func TestCheckRootPage(t *testing.T) {
 	if err := checkRoot(f, boltMeta{pageSize: ps, root: 2, pgid: 3}); err == nil || !strings.Contains(err.Error(), "more than it holds") {
 		t.Errorf("a root page of one element too many: %v", err)
 	}
+
+	// Page 2, the first after the metas, may be in use: as a branch's
+	// child, or a bucket's root.
+	for _, flags := range []uint16{branchPageFlag, leafPageFlag} {
+		page := make([]byte, ps)
+		le.PutUint64(page[0:], 3)
+		le.PutUint16(page[8:], flags)
+		le.PutUint16(page[10:], 1)
+		e := page[pageHeader:]
+		if flags == branchPageFlag {
+			le.PutUint32(e[0:], pageElemSize) // the key right after the element
+			le.PutUint32(e[4:], 3)
+			le.PutUint64(e[8:], 2) // the child
+		} else {
+			le.PutUint32(e[0:], bucketLeafFlag)
+			le.PutUint32(e[4:], pageElemSize)
+			le.PutUint32(e[8:], 3)
+			le.PutUint32(e[12:], bucketHeader)
+			le.PutUint64(page[pageHeader+pageElemSize+3:], 2) // the bucket's root page
+		}
+		copy(page[pageHeader+pageElemSize:], "abc")
+		if _, err := f.WriteAt(page, 3*ps); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkRoot(f, boltMeta{pageSize: ps, root: 3, pgid: 4}); err != nil {
+			t.Errorf("a root page (flags %#x) that points at page 2: %v", flags, err)
+		}
+	}
 }

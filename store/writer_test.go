@@ -1,14 +1,19 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpledger/mcpledger/events"
 )
@@ -161,5 +166,32 @@ func TestAppendCancelledWhileQueued(t *testing.T) {
 	}
 	if _, err := r.p.Wait(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRetryOfUndecodableRecord: a retry whose original record passes its
+// CRC but does not decode fails with a *CorruptError naming the record.
+func TestRetryOfUndecodableRecord(t *testing.T) {
+	j := openWriter(t, Options{})
+	sid := events.NewID()
+	first, err := j.Append(t.Context(), sid, NoStream, pingEvents(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = j.db.Update(func(tx *bolt.Tx) error { // record 2 loses its payload's last byte
+		logB := tx.Bucket(bucketLog)
+		var k [8]byte
+		rec := bytes.Clone(logB.Get(itob(&k, 2)))
+		rec = rec[:len(rec)-1]
+		binary.BigEndian.PutUint32(rec, crc32.Checksum(rec[4:], crc32.MakeTable(crc32.Castagnoli)))
+		return logB.Put(itob(&k, 2), rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = j.Append(t.Context(), sid, Any, first.Events)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Session != sid || ce.Seq != 2 || ce.Reason != "undecodable record" {
+		t.Fatalf("retry of an append whose second record does not decode: %v, want a *CorruptError at seq 2", err)
 	}
 }
