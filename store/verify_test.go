@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"path/filepath"
@@ -241,5 +242,47 @@ func TestVerifyHeads(t *testing.T) {
 				t.Errorf("Verify checked %d log entries, want all 6", rep.LogEntries)
 			}
 		})
+	}
+}
+
+// endingCtx is a context whose Err is nil for its first n calls, and
+// context.Canceled after: it ends in the middle of a call that checks it.
+type endingCtx struct {
+	context.Context
+	n int
+}
+
+func (c *endingCtx) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestVerifyStopsWhenCtxEnds: Verify checks its context as it walks the
+// log, before the first entry and every 1024 entries after: a context
+// that ends stops it there with the context's error.
+func TestVerifyStopsWhenCtxEnds(t *testing.T) {
+	j, err := Open(filepath.Join(t.TempDir(), "j.db"), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	evs := make([]events.Event, 1500)
+	for i := range evs {
+		evs[i] = ev("a", i)
+	}
+	if _, err := j.Append(t.Context(), events.NewID(), NoStream, evs); err != nil {
+		t.Fatal(err)
+	}
+	// The first Err is the read transaction's, before the walk.
+	for _, c := range []struct {
+		checks  int // before the context ends
+		entries uint64
+	}{{1, 0}, {2, 1024}} {
+		rep, err := j.Verify(&endingCtx{t.Context(), c.checks})
+		if !errors.Is(err, context.Canceled) || rep.LogEntries != c.entries {
+			t.Errorf("Verify with a context that ends after %d checks = %+v, %v; want context.Canceled after %d entries", c.checks, rep, err, c.entries)
+		}
 	}
 }
