@@ -151,7 +151,7 @@ func (j *Journal) write() {
 				break drain
 			}
 		}
-		if j.linger > 0 && acked > 1 && len(batch) < acked && n < j.maxBatch {
+		if j.linger > 0 && len(batch) < acked && n < j.maxBatch {
 			// Several appenders shared the last commit and not all of them
 			// are back: wait a little for the rest (Options.Linger).
 			linger.Reset(j.linger)
