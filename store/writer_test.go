@@ -195,3 +195,49 @@ func TestRetryOfUndecodableRecord(t *testing.T) {
 		t.Fatalf("retry of an append whose second record does not decode: %v, want a *CorruptError at seq 2", err)
 	}
 }
+
+// TestWriterLingers: after a commit that carried several appends, the
+// writer waits, up to Linger, for as many to gather, or for MaxBatch
+// events: an append that comes alone then waits for company, and
+// commits with it as soon as either count is reached.
+func TestWriterLingers(t *testing.T) {
+	for _, c := range []struct {
+		maxBatch, shared, company int // company: events of the second append
+	}{
+		{100, 2, 1}, // two appends, as many as the last commit
+		{3, 3, 2},   // three events, MaxBatch
+	} {
+		j := openWriter(t, Options{MaxBatch: c.maxBatch, Linger: 5 * time.Second})
+		sid := events.NewID()
+		release := holdWriter(t, j)
+		pend := []*Pending{j.Submit(sid, Any, pingEvents(c.maxBatch))} // the writer's first batch, alone
+		for range c.shared {
+			pend = append(pend, j.Submit(sid, Any, pingEvents(1))) // the next commit
+		}
+		waitQueued(t, j, int64(len(pend)))
+		release()
+		for _, p := range pend {
+			if _, err := p.Wait(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, before := WriteStats(j)
+		alone := j.Submit(sid, Any, pingEvents(1))
+		select {
+		case <-alone.Done():
+			t.Fatalf("MaxBatch %d: an append alone after a commit of %d committed without waiting for another", c.maxBatch, c.shared)
+		case <-time.After(50 * time.Millisecond): // the writer waits up to 5 s
+		}
+		company := j.Submit(sid, Any, pingEvents(c.company))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second) // not for a third append
+		for _, p := range []*Pending{alone, company} {
+			if _, err := p.Wait(ctx); err != nil {
+				t.Fatalf("MaxBatch %d: %v", c.maxBatch, err)
+			}
+		}
+		cancel()
+		if _, after := WriteStats(j); after-before != 1 {
+			t.Errorf("MaxBatch %d: the two appends took %d commits, want 1", c.maxBatch, after-before)
+		}
+	}
+}
