@@ -303,11 +303,8 @@ func lockShared(f *os.File, timeout time.Duration) error {
 	start := time.Now()
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return err
+			return err // nil once the lock is taken
 		}
 		if time.Since(start) > timeout-retry {
 			return ErrLocked

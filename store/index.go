@@ -61,12 +61,14 @@ func uvarintLen(v uint64) int {
 func parseRuns(b []byte, dst []run) ([]run, bool) {
 	next := uint64(0)
 	for len(b) > 0 {
+		// Uvarint returns 0 for a varint that is cut short or too long,
+		// and 0 is never a gap or a count: that check covers both.
 		gap, n := binary.Uvarint(b)
-		if n <= 0 {
+		if gap == 0 {
 			return dst, false
 		}
 		count, m := binary.Uvarint(b[n:])
-		if m <= 0 || gap == 0 || count == 0 || next+gap < next || next+gap+count < next+gap {
+		if count == 0 || next+gap < next || next+gap+count < next+gap {
 			return dst, false
 		}
 		dst = append(dst, run{next + gap, count})
