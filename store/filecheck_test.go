@@ -285,6 +285,8 @@ func TestCheckFileBucketValues(t *testing.T) {
 		{"meta/'s inline page too many elements", func(b []byte) { le.PutUint16(b[metaPage+10:], 1000) }, "its inline page has 1000 elements, more than it holds"},
 		{"meta/'s inline element past its value", func(b []byte) { le.PutUint32(b[metaElem+12:], 4096) },
 			fmt.Sprintf("element 0 of its inline page ends %d bytes past it", inlineEnd)},
+		{"meta/'s last inline element past its value", func(b []byte) { le.PutUint32(b[metaElem+2*pageElemSize+12:], 4096) },
+			"element 2 of its inline page ends"},
 		{"the last element ends at the end of the page", func(b []byte) { le.PutUint32(b[last.at+12:], uint32(root+size-last.value)) }, ""},
 		{"the last element ends at the end of the page, its inline page a branch", func(b []byte) {
 			le.PutUint32(b[last.at+12:], uint32(root+size-last.value))
@@ -453,6 +455,85 @@ func TestCheckRootPage(t *testing.T) {
 		}
 		if err := checkRoot(f, boltMeta{pageSize: ps, root: 3, pgid: 4}); err != nil {
 			t.Errorf("a root page (flags %#x) that points at page 2: %v", flags, err)
+		}
+	}
+}
+
+// checkFreelist on a synthetic freelist page 2 (root page 3): it holds as
+// many page ids as fit in its pages, one more is refused, with the count
+// in the page header or, past 0xFFFF, in the first 8 bytes after it; the
+// ids must be pages in use.
+func TestCheckFreelistPage(t *testing.T) {
+	const ps = 4096
+	le := binary.LittleEndian
+	path := filepath.Join(t.TempDir(), "pages")
+	check := func(overflow uint32, big bool, count int, pgid uint64) error {
+		t.Helper()
+		page := make([]byte, (int(overflow)+1)*ps)
+		le.PutUint64(page[0:], 2)
+		le.PutUint16(page[8:], freelistPageFlag)
+		le.PutUint32(page[12:], overflow)
+		ids := page[pageHeader:]
+		if big {
+			le.PutUint16(page[10:], freelistCountMax)
+			le.PutUint64(ids, uint64(count))
+			ids = ids[8:]
+		} else {
+			le.PutUint16(page[10:], uint16(count))
+		}
+		for i := 0; i < count && 8*i+8 <= len(ids); i++ {
+			le.PutUint64(ids[8*i:], uint64(4+i)) // pages 4, 5, …
+		}
+		if err := os.WriteFile(path, append(make([]byte, 2*ps), page...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		return checkFreelist(f, boltMeta{pageSize: ps, root: 3, freelist: 2, pgid: pgid})
+	}
+	room := (ps - pageHeader) / 8 // ids in one page
+	for _, c := range []struct {
+		name     string
+		overflow uint32
+		big      bool
+		count    int
+		pgid     uint64
+		want     string // "" for none
+	}{
+		{"a full page", 0, false, room, 4 + uint64(room), ""},
+		{"one id more than a page holds", 0, false, room + 1, 5 + uint64(room), "lists 511 pages, more than its 1 pages hold"},
+		{"a full page, counted after the header", 0, true, room - 1, 3 + uint64(room), ""},
+		{"one more, counted after the header", 0, true, room, 4 + uint64(room), "lists 510 pages, more than its 1 pages hold"},
+		{"two full pages", 1, false, room + ps/8, 4 + uint64(room+ps/8), ""},
+		{"one more than two pages hold", 1, false, room + ps/8 + 1, 5 + uint64(room+ps/8), "more than its 2 pages hold"},
+		{"an id past the end", 0, false, 10, 13, "lists page 13, outside the file's pages 2 to 12"},
+		{"the freelist at the end", 0, false, 1, 2, "the freelist page 2 is outside the file's 2 pages"},
+	} {
+		err := check(c.overflow, c.big, c.count, c.pgid)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: checkFreelist = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// parseMeta takes page sizes from 512 bytes to 1 MiB, and refuses bytes
+// too short to hold a meta.
+func TestParseMeta(t *testing.T) {
+	for _, c := range []struct {
+		pageSize uint32
+		ok       bool
+	}{{511, false}, {512, true}, {4096, true}, {1 << 20, true}, {1<<20 + 1, false}} {
+		if _, ok := parseMeta(metaPage(c.pageSize, 3, 2, 4, 1)); ok != c.ok {
+			t.Errorf("page size %d: parseMeta ok = %v, want %v", c.pageSize, ok, c.ok)
+		}
+	}
+	b := metaPage(4096, 3, 2, 4, 1)
+	for _, n := range []int{len(b) - 1, pageHeader + 8} { // the magic and version, not the rest
+		if _, ok := parseMeta(b[:n]); ok {
+			t.Errorf("parseMeta took %d of a meta's %d bytes", n, len(b))
 		}
 	}
 }

@@ -27,6 +27,7 @@ func TestRunsEncoding(t *testing.T) {
 		nil,
 		{{1, 1}},
 		{{1, 5}, {7, 1}, {9, 300}, {1 << 40, 2}, {1<<40 + 3, 1 << 33}},
+		{{127, 1}, {256, 128}, {1000, 500}, {1600, 1}}, // gaps and counts at a varint's byte boundary
 	} {
 		b := appendRuns(nil, runs)
 		if len(b) != runsLen(runs) {
