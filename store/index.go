@@ -105,12 +105,12 @@ type span struct{ seq, gpos, count uint64 }
 // index/ (c is a cursor on it, in a read transaction that may use m) and
 // the open segment from h. It returns a *CorruptError when the segments
 // do not join up.
-func spans(m mapped, c *bolt.Cursor, h *head, seq uint64, limit int, dst []span) ([]span, error) {
+func spans(m mapped, c *bolt.Cursor, h *head, seq, limit uint64, dst []span) ([]span, error) {
 	sid := h.info.Session
-	if seq > h.info.LastSeq || limit <= 0 {
+	if seq > h.info.LastSeq {
 		return dst, nil
 	}
-	left := uint64(limit)
+	left := limit
 	emit := func(first uint64, runs []run) {
 		s := first
 		for _, r := range runs {
@@ -118,10 +118,7 @@ func spans(m mapped, c *bolt.Cursor, h *head, seq uint64, limit int, dst []span)
 				return
 			}
 			if end := s + r.count; end > seq {
-				skip := uint64(0)
-				if seq > s {
-					skip = seq - s
-				}
+				skip := max(seq, s) - s // the run's events before seq
 				n := min(r.count-skip, left)
 				dst = append(dst, span{s + skip, r.gpos + skip, n})
 				left -= n
@@ -164,9 +161,7 @@ func spans(m mapped, c *bolt.Cursor, h *head, seq uint64, limit int, dst []span)
 			emit(kseq, runs)
 		}
 	}
-	if left > 0 {
-		emit(h.openSeq, h.runs)
-	}
+	emit(h.openSeq, h.runs) // nothing more once limit events are emitted
 	return dst, nil
 }
 
