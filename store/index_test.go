@@ -583,6 +583,23 @@ func TestIndexManySegments(t *testing.T) {
 		t.Fatalf("ReadSession read %d of %d events: %v", got, n, err)
 	}
 
+	// From inside the last run of the last sealed segment: the read
+	// leaves the sealed segments for the open one there.
+	var h head
+	if err := j.db.View(func(tx *bolt.Tx) error { _, err := loadHead(tx.Bucket(bucketSessions), a, &h); return err }); err != nil {
+		t.Fatal(err)
+	}
+	from := h.openSeq - 2
+	got = from - 1
+	if err := j.ReadSession(ctx, a, from, func(e events.Event) error {
+		if got++; e.Seq != got {
+			t.Fatalf("from %d: seq %d at position %d", from, e.Seq, got)
+		}
+		return nil
+	}); err != nil || got != n {
+		t.Fatalf("ReadSession from %d (the open segment starts at %d) read to seq %d of %d: %v", from, h.openSeq, got, n, err)
+	}
+
 	err = j.db.Update(func(tx *bolt.Tx) error {
 		var kb [indexKeyLen]byte
 		return tx.Bucket(bucketIndex).Delete(indexKey(&kb, a, starts[1]))

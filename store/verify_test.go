@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -283,6 +284,38 @@ func TestVerifyStopsWhenCtxEnds(t *testing.T) {
 		rep, err := j.Verify(&endingCtx{t.Context(), c.checks})
 		if !errors.Is(err, context.Canceled) || rep.LogEntries != c.entries {
 			t.Errorf("Verify with a context that ends after %d checks = %+v, %v; want context.Canceled after %d entries", c.checks, rep, err, c.entries)
+		}
+	}
+}
+
+// TestReadAllNamesDamagedRecord: a record that fails its CRC says nothing
+// of itself; ReadAll names its session and seq from the heads and
+// indexes, for a session's first and last records too.
+func TestReadAllNamesDamagedRecord(t *testing.T) {
+	src, a, b := twoSessions(t)
+	for _, c := range []struct {
+		gpos uint64
+		sid  uuid.UUID
+		seq  uint64
+	}{{1, a, 1}, {6, a, 3}, {3, b, 1}, {5, b, 3}, {4, b, 2}} {
+		path := filepath.Join(t.TempDir(), "j.db")
+		copyFile(t, src, path)
+		damage(t, path, func(tx *bolt.Tx) error {
+			logB := tx.Bucket(bucketLog)
+			var k [8]byte
+			rec := bytes.Clone(logB.Get(itob(&k, c.gpos)))
+			rec[len(rec)/2] ^= 0x10
+			return logB.Put(itob(&k, c.gpos), rec)
+		})
+		j, err := Open(path, &Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = j.ReadAll(t.Context(), 1, func(events.Event) error { return nil })
+		j.Close()
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.GPos != c.gpos || ce.Session != c.sid || ce.Seq != c.seq {
+			t.Errorf("ReadAll over a damaged record at gpos %d: %v, want session %s seq %d", c.gpos, err, c.sid, c.seq)
 		}
 	}
 }
