@@ -318,4 +318,32 @@ func TestReadAllNamesDamagedRecord(t *testing.T) {
 			t.Errorf("ReadAll over a damaged record at gpos %d: %v, want session %s seq %d", c.gpos, err, c.sid, c.seq)
 		}
 	}
+
+	// A session of one event.
+	path := filepath.Join(t.TempDir(), "one.db")
+	j, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := events.NewID()
+	if _, err := j.Append(t.Context(), sid, NoStream, []events.Event{ev("a", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	damage(t, path, func(tx *bolt.Tx) error {
+		logB := tx.Bucket(bucketLog)
+		var k [8]byte
+		rec := bytes.Clone(logB.Get(itob(&k, 1)))
+		rec[len(rec)/2] ^= 0x10
+		return logB.Put(itob(&k, 1), rec)
+	})
+	if j, err = Open(path, &Options{ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	err = j.ReadAll(t.Context(), 1, func(events.Event) error { return nil })
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Session != sid || ce.Seq != 1 {
+		t.Errorf("ReadAll over the damaged record of a one-event session: %v, want session %s seq 1", err, sid)
+	}
 }
