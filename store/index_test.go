@@ -364,6 +364,12 @@ func TestRetryWindow(t *testing.T) {
 	if res, err := j.Append(ctx, sid, Any, first.Events[:1]); err != nil || res.Duplicate || res.FirstSeq != 3 {
 		t.Fatalf("retry of event 1, beyond the window, with Any = %+v, %v", res, err)
 	}
+	// The window goes on sliding, one event per event appended; event 1's
+	// new copy is in it.
+	filler(2)
+	if res, err := j.Append(ctx, sid, Any, first.Events[:1]); err != nil || !res.Duplicate || res.FirstSeq != 3 {
+		t.Fatalf("retry of event 1's second copy = %+v, %v; want a duplicate of seq 3", res, err)
+	}
 }
 
 func copyFile(t *testing.T, from, to string) {
