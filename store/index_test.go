@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -389,7 +392,8 @@ func copyFile(t *testing.T, from, to string) {
 // retries of acknowledged ones, are right, and the journal verifies.
 func TestAfterFailedCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.db")
-	j, err := Open(path, &Options{MaxSize: 256 << 10, NoSync: true})
+	var log bytes.Buffer
+	j, err := Open(path, &Options{MaxSize: 256 << 10, NoSync: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,6 +420,10 @@ func TestAfterFailedCommit(t *testing.T) {
 		if sid == a {
 			last = res
 		}
+	}
+	// The failed commit, and it alone, is logged as an error.
+	if got := strings.Count(log.String(), "level=ERROR msg=commit"); got != 1 {
+		t.Errorf("%d commits logged as failed, want 1:\n%s", got, log.String())
 	}
 	if res, err := j.Append(ctx, a, Any, last.Events); err != nil || !res.Duplicate {
 		t.Fatalf("retry after ErrFull = %+v, %v", res, err)
