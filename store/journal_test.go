@@ -218,15 +218,24 @@ func TestLockedByOtherProcess(t *testing.T) {
 		ro      bool
 		timeout time.Duration
 	}{{false, 2 * poll}, {false, poll}, {true, poll}} {
-		start := time.Now()
-		_, err := store.Open(path, &store.Options{ReadOnly: c.ro, LockTimeout: c.timeout})
-		d := time.Since(start)
-		if !errors.Is(err, store.ErrLocked) {
-			t.Fatalf("Open(ReadOnly=%v, LockTimeout=%v) while another process holds it: %v, want ErrLocked", c.ro, c.timeout, err)
-		}
 		// It gives up at the first poll that finds less than a poll left:
-		// at once for one poll's timeout, after one poll for two. (The
-		// bounds leave a poll's slack for a loaded machine.)
+		// at once for one poll's timeout, after one poll for two. The
+		// bounds leave a poll's slack, and the fastest of three tries
+		// counts: a loaded machine only ever makes a try slower.
+		var d time.Duration
+		for try := range 3 {
+			start := time.Now()
+			_, err := store.Open(path, &store.Options{ReadOnly: c.ro, LockTimeout: c.timeout})
+			if e := time.Since(start); try == 0 || e < d {
+				d = e
+			}
+			if !errors.Is(err, store.ErrLocked) {
+				t.Fatalf("Open(ReadOnly=%v, LockTimeout=%v) while another process holds it: %v, want ErrLocked", c.ro, c.timeout, err)
+			}
+			if d < c.timeout+poll {
+				break
+			}
+		}
 		if d < c.timeout-poll || d >= c.timeout+poll {
 			t.Fatalf("Open(ReadOnly=%v, LockTimeout=%v) gave up after %v, want within a poll (%v) below the timeout", c.ro, c.timeout, d, poll)
 		}
