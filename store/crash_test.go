@@ -23,7 +23,13 @@ var crashTrials = flag.Int("crash.trials", 30, "SIGKILL trials in TestCrash")
 // moment, many times over the same file. After each kill the journal
 // must open, verify, and hold every event the child acknowledged (printed
 // after Append returned), with gapless seqs.
+//
+// It kills processes and takes seconds: it skips under -short (the
+// mutation runs); TestAppendIsDurable checks the fsync it relies on.
 func TestCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SIGKILLs child processes for seconds; skipped under -short")
+	}
 	path := tempPath(t)
 	mustOpen(t, path, nil).Close()
 	sids := []uuid.UUID{events.NewID(), events.NewID(), events.NewID()}

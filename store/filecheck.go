@@ -91,9 +91,13 @@ func checkFile(path string, lockTimeout time.Duration) error {
 	var m1 boltMeta
 	ok1 := false
 	if ok0 {
-		second := make([]byte, pageHeader+metaSumOffset+8)
-		if _, err := f.ReadAt(second, int64(m0.pageSize)); err == nil {
-			m1, ok1 = parseMeta(second)
+		m1, ok1 = readMeta(f, int64(m0.pageSize))
+	} else {
+		// Without the first meta's page size, bbolt looks for the second
+		// meta at every page size from 1 KiB to 16 MiB, and opens the file
+		// from it: so does this check.
+		for pos := int64(minPageSize); pos <= maxMetaSearch && pos < size-minPageSize && !ok1; pos <<= 1 {
+			m1, ok1 = readMeta(f, pos)
 		}
 	}
 	var m boltMeta
@@ -299,16 +303,31 @@ func lockShared(f *os.File, timeout time.Duration) error {
 	start := time.Now()
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-		switch {
-		case err == nil:
-			return nil
-		case !errors.Is(err, syscall.EWOULDBLOCK):
-			return err
-		case time.Since(start) > timeout-retry:
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err // nil once the lock is taken
+		}
+		if time.Since(start) > timeout-retry {
 			return ErrLocked
 		}
 		time.Sleep(retry)
 	}
+}
+
+// Where bbolt looks for the second meta page when the first is invalid:
+// at each power of two from minPageSize to maxMetaSearch bytes.
+const (
+	minPageSize   = 1024
+	maxMetaSearch = 1024 << 14
+)
+
+// readMeta reads the meta page at offset off of f, and reports whether it
+// is valid (parseMeta).
+func readMeta(f *os.File, off int64) (boltMeta, bool) {
+	b := make([]byte, pageHeader+metaSumOffset+8)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return boltMeta{}, false
+	}
+	return parseMeta(b)
 }
 
 // parseMeta reads a meta page at the start of b, and reports whether it is

@@ -61,12 +61,14 @@ func uvarintLen(v uint64) int {
 func parseRuns(b []byte, dst []run) ([]run, bool) {
 	next := uint64(0)
 	for len(b) > 0 {
+		// Uvarint returns 0 for a varint that is cut short or too long,
+		// and 0 is never a gap or a count: that check covers both.
 		gap, n := binary.Uvarint(b)
-		if n <= 0 {
+		if gap == 0 {
 			return dst, false
 		}
 		count, m := binary.Uvarint(b[n:])
-		if m <= 0 || gap == 0 || count == 0 || next+gap < next || next+gap+count < next+gap {
+		if count == 0 || next+gap < next || next+gap+count < next+gap {
 			return dst, false
 		}
 		dst = append(dst, run{next + gap, count})
@@ -103,12 +105,12 @@ type span struct{ seq, gpos, count uint64 }
 // index/ (c is a cursor on it, in a read transaction that may use m) and
 // the open segment from h. It returns a *CorruptError when the segments
 // do not join up.
-func spans(m mapped, c *bolt.Cursor, h *head, seq uint64, limit int, dst []span) ([]span, error) {
+func spans(m mapped, c *bolt.Cursor, h *head, seq, limit uint64, dst []span) ([]span, error) {
 	sid := h.info.Session
-	if seq > h.info.LastSeq || limit <= 0 {
+	if seq > h.info.LastSeq {
 		return dst, nil
 	}
-	left := uint64(limit)
+	left := limit
 	emit := func(first uint64, runs []run) {
 		s := first
 		for _, r := range runs {
@@ -116,10 +118,7 @@ func spans(m mapped, c *bolt.Cursor, h *head, seq uint64, limit int, dst []span)
 				return
 			}
 			if end := s + r.count; end > seq {
-				skip := uint64(0)
-				if seq > s {
-					skip = seq - s
-				}
+				skip := max(seq, s) - s // the run's events before seq
 				n := min(r.count-skip, left)
 				dst = append(dst, span{s + skip, r.gpos + skip, n})
 				left -= n
@@ -146,23 +145,23 @@ func spans(m mapped, c *bolt.Cursor, h *head, seq uint64, limit int, dst []span)
 			}
 			runs, ok = parseRuns(v, runs[:0])
 			n := runsEvents(runs)
-			switch {
-			case !ok || n == 0:
+			if !ok || n == 0 {
 				return dst, &CorruptError{Session: sid, Seq: kseq, Reason: "undecodable index segment"}
-			case first && (kseq > seq || kseq+n <= seq):
+			}
+			if first && (kseq > seq || kseq+n <= seq) {
 				return dst, &CorruptError{Session: sid, Seq: seq, Reason: "index has no segment for the seq"}
-			case !first && kseq != end:
+			}
+			if !first && kseq != end {
 				return dst, &CorruptError{Session: sid, Seq: end, Reason: fmt.Sprintf("index segments do not join: next is at seq %d", kseq)}
-			case kseq+n > h.openSeq:
+			}
+			if kseq+n > h.openSeq {
 				return dst, &CorruptError{Session: sid, Seq: kseq, Reason: "index segment overlaps the open segment"}
 			}
 			first, end = false, kseq+n
 			emit(kseq, runs)
 		}
 	}
-	if left > 0 {
-		emit(h.openSeq, h.runs)
-	}
+	emit(h.openSeq, h.runs) // nothing more once limit events are emitted
 	return dst, nil
 }
 

@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +30,7 @@ func TestRunsEncoding(t *testing.T) {
 		nil,
 		{{1, 1}},
 		{{1, 5}, {7, 1}, {9, 300}, {1 << 40, 2}, {1<<40 + 3, 1 << 33}},
+		{{127, 1}, {256, 128}, {1000, 500}, {1600, 1}}, // gaps and counts at a varint's byte boundary
 	} {
 		b := appendRuns(nil, runs)
 		if len(b) != runsLen(runs) {
@@ -63,6 +67,10 @@ func TestHeadEncoding(t *testing.T) {
 	if len(b) != headLen {
 		t.Fatalf("head is %d bytes, want %d", len(b), headLen)
 	}
+	// appendHead appends: after a prefix, the same bytes.
+	if got := appendHead([]byte("prefix"), &h); string(got[:6]) != "prefix" || string(got[6:]) != string(b) {
+		t.Errorf("appendHead after a prefix = %q…, want the prefix and the %d bytes of the head", got[:min(len(got), 12)], headLen)
+	}
 	var got head
 	if !parseHead(sid, b, &got) || got.info != h.info || got.openSeq != 6 || !slices.Equal(got.runs, h.runs) {
 		t.Fatalf("parseHead = %+v", got)
@@ -77,12 +85,28 @@ func TestHeadEncoding(t *testing.T) {
 	if parseHead(sid, b[:headLen-1], &got) {
 		t.Error("parseHead took a short head")
 	}
-	var many []run
-	for i := range 100 {
-		many = append(many, run{uint64(2*i + 1), 1})
+	// A session has a head once it has events: a head of none is damage.
+	empty := head{info: SessionInfo{Session: sid}, openSeq: 1}
+	if _, ok := parseInfo(sid, appendHead(nil, &empty)); ok {
+		t.Error("parseInfo took a head of no events")
 	}
-	if fitsHead(many) {
-		t.Error("100 runs fit in a head")
+	if parseHead(sid, appendHead(nil, &empty), &got) {
+		t.Error("parseHead took a head of no events")
+	}
+	// A head holds runs of up to runsCap bytes: 64 runs of 2 bytes.
+	var full []run
+	for i := range runsCap / 2 {
+		full = append(full, run{uint64(2*i + 1), 1})
+	}
+	if !fitsHead(full) {
+		t.Fatalf("%d bytes of runs do not fit in a head", runsLen(full))
+	}
+	h = head{info: SessionInfo{Session: sid, LastSeq: uint64(len(full)), FirstGPos: 1, LastGPos: full[len(full)-1].gpos}, openSeq: 1, runs: full}
+	if !parseHead(sid, appendHead(nil, &h), &got) || !slices.Equal(got.runs, full) {
+		t.Errorf("a head with %d bytes of runs does not parse back", runsLen(full))
+	}
+	if fitsHead(append(full, run{1000, 1})) {
+		t.Errorf("%d bytes of runs fit in a head", runsLen(full)+2)
 	}
 }
 
@@ -129,35 +153,42 @@ func TestIndexSegments(t *testing.T) {
 	}
 	defer j.Close()
 	ctx := t.Context()
-	want := interleave(t, j, 8, 700)
+	const sessions, perSession = 4, 400
+	want := interleave(t, j, sessions, perSession)
 
-	var segs int
 	starts := map[uuid.UUID][]uint64{}
 	_ = j.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketIndex).ForEach(func(k, _ []byte) error {
 			sid, seq, _ := parseIndexKey(k)
 			starts[sid] = append(starts[sid], seq)
-			segs++
 			return nil
 		})
 	})
-	if segs < 8*3 {
-		t.Fatalf("%d sealed index segments for 8 interleaved sessions of 700 events", segs)
-	}
+	errEnough := errors.New("enough")
 	for sid, evs := range want {
-		froms := []uint64{1, 2, 350, 699, 700, 701, 5000}
+		if len(starts[sid]) < 2 {
+			t.Fatalf("session %s has %d sealed index segments, want several", sid, len(starts[sid]))
+		}
+		// From 1, the whole session; from elsewhere, the first events,
+		// enough to cross into the next segment from a segment's last seq.
+		froms := []uint64{1, 0, 2, perSession / 2, perSession - 1, perSession, perSession + 1, 5000}
 		for _, s := range starts[sid] {
 			froms = append(froms, s-1, s, s+1)
 		}
 		for _, from := range froms {
+			exp := evs[min(max(from, 1)-1, uint64(len(evs))):]
+			if from != 1 {
+				exp = exp[:min(len(exp), 3)]
+			}
 			var got []events.Event
 			if err := j.ReadSession(ctx, sid, from, func(e events.Event) error {
-				got = append(got, e)
+				if got = append(got, e); len(got) == len(exp) && from != 1 {
+					return errEnough
+				}
 				return nil
-			}); err != nil {
+			}); err != nil && !errors.Is(err, errEnough) {
 				t.Fatalf("ReadSession(%d): %v", from, err)
 			}
-			exp := evs[min(max(from, 1)-1, uint64(len(evs))):]
 			if len(got) != len(exp) {
 				t.Fatalf("ReadSession(%s, %d): %d events, want %d", sid, from, len(got), len(exp))
 			}
@@ -168,7 +199,7 @@ func TestIndexSegments(t *testing.T) {
 			}
 		}
 	}
-	if rep, err := j.Verify(ctx); err != nil || rep.Sessions != 8 || rep.Events != 8*700 {
+	if rep, err := j.Verify(ctx); err != nil || rep.Sessions != sessions || rep.Events != sessions*perSession {
 		t.Fatalf("Verify = %+v, %v", rep, err)
 	}
 }
@@ -176,7 +207,7 @@ func TestIndexSegments(t *testing.T) {
 // damage runs fn in a write transaction on the journal file at path.
 func damage(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true}) // the damage need not survive a crash
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +258,12 @@ func TestVerifyIndex(t *testing.T) {
 			}
 			return tx.Bucket(bucketIndex).Put(k, appendRuns(nil, runs))
 		},
+		"later run points elsewhere": func(tx *bolt.Tx) error {
+			k, v := firstSegment(tx)
+			runs, _ := parseRuns(v, nil)
+			runs[len(runs)-1].gpos++ // the first position and the counts stay
+			return tx.Bucket(bucketIndex).Put(k, appendRuns(nil, runs))
+		},
 		"stray segment": func(tx *bolt.Tx) error {
 			var kb [indexKeyLen]byte
 			return tx.Bucket(bucketIndex).Put(indexKey(&kb, events.NewID(), 1), appendRuns(nil, []run{{1, 1}}))
@@ -267,61 +304,6 @@ func TestVerifyIndex(t *testing.T) {
 	}
 }
 
-// TestRetryWindow: a retry is recognised while its events are among the
-// journal's last RetryWindow events, including after a reopen; beyond, an
-// append with old IDs and Exact fails on the version, not as a retry.
-func TestRetryWindow(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "j.db")
-	j, err := Open(path, &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	sid, other := events.NewID(), events.NewID()
-	first, err := j.Append(ctx, sid, NoStream, []events.Event{ev("a", 1), ev("a", 2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	filler := func(n int) {
-		for n > 0 {
-			evs := make([]events.Event, min(n, 1000))
-			for i := range evs {
-				evs[i] = ev("b", i)
-			}
-			if _, err := j.Append(ctx, other, Any, evs); err != nil {
-				t.Fatal(err)
-			}
-			n -= len(evs)
-		}
-	}
-	filler(RetryWindow - 2)
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if j, err = Open(path, &Options{NoSync: true}); err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	res, err := j.Append(ctx, sid, Exact(0), first.Events)
-	if err != nil || !res.Duplicate || res.FirstGPos != 1 {
-		t.Fatalf("retry at the edge of the window = %+v, %v", res, err)
-	}
-	filler(1) // the window now starts at event 2
-	if res, err := j.Append(ctx, sid, Any, first.Events[1:]); err != nil || !res.Duplicate || res.FirstSeq != 2 {
-		t.Fatalf("retry of event 2, inside the window = %+v, %v", res, err)
-	}
-	if _, err := j.Append(ctx, sid, Any, first.Events); !errors.Is(err, ErrConflict) {
-		t.Fatalf("retry of events 1 and 2, only 2 in the window: %v, want ErrConflict", err)
-	}
-	if _, err := j.Append(ctx, sid, Exact(0), first.Events[:1]); !errors.Is(err, ErrConflict) {
-		t.Fatalf("retry of event 1, beyond the window, with Exact(0): %v, want ErrConflict", err)
-	}
-	// With Any, an event older than the window is appended again.
-	if res, err := j.Append(ctx, sid, Any, first.Events[:1]); err != nil || res.Duplicate || res.FirstSeq != 3 {
-		t.Fatalf("retry of event 1, beyond the window, with Any = %+v, %v", res, err)
-	}
-}
-
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	db, err := bolt.Open(from, 0o600, &bolt.Options{ReadOnly: true})
@@ -339,7 +321,8 @@ func copyFile(t *testing.T, from, to string) {
 // retries of acknowledged ones, are right, and the journal verifies.
 func TestAfterFailedCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.db")
-	j, err := Open(path, &Options{MaxSize: 256 << 10})
+	var log bytes.Buffer
+	j, err := Open(path, &Options{MaxSize: 256 << 10, NoSync: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,6 +349,10 @@ func TestAfterFailedCommit(t *testing.T) {
 		if sid == a {
 			last = res
 		}
+	}
+	// The failed commit, and it alone, is logged as an error.
+	if got := strings.Count(log.String(), "level=ERROR msg=commit"); got != 1 {
+		t.Errorf("%d commits logged as failed, want 1:\n%s", got, log.String())
 	}
 	if res, err := j.Append(ctx, a, Any, last.Events); err != nil || !res.Duplicate {
 		t.Fatalf("retry after ErrFull = %+v, %v", res, err)
@@ -396,7 +383,7 @@ func TestSubmitThenAppend(t *testing.T) {
 	ctx := t.Context()
 	sid := events.NewID()
 	var seq uint64
-	for i := range 500 {
+	for i := range 200 {
 		var pend []*Pending
 		for range i % 4 {
 			pend = append(pend, j.Submit(sid, Exact(seq), []events.Event{ev("s", i)}))
@@ -414,5 +401,158 @@ func TestSubmitThenAppend(t *testing.T) {
 	}
 	if rep, err := j.Verify(ctx); err != nil || rep.Events != seq {
 		t.Fatalf("Verify = %+v, %v", rep, err)
+	}
+}
+
+// TestIndexRunAcrossSeal: when a session's open index segment is sealed
+// and its next append lands right after its last event, the run of
+// positions continues across the two segments; reads and Verify take it
+// as one.
+func TestIndexRunAcrossSeal(t *testing.T) {
+	j, err := Open(filepath.Join(t.TempDir(), "j.db"), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := t.Context()
+	a, b := events.NewID(), events.NewID()
+	sealed := func() bool {
+		var ok bool
+		_ = j.db.View(func(tx *bolt.Tx) error {
+			var kb [indexKeyLen]byte
+			k, _ := tx.Bucket(bucketIndex).Cursor().Seek(indexKey(&kb, a, 0))
+			sid, _, _ := parseIndexKey(k)
+			ok = sid == a
+			return nil
+		})
+		return ok
+	}
+	n := 0
+	for { // a's appends alternate with b's: a run each
+		if _, err := j.Append(ctx, a, Any, []events.Event{ev("s", n)}); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if sealed() {
+			break
+		}
+		if _, err := j.Append(ctx, b, Any, []events.Event{ev("s", n)}); err != nil {
+			t.Fatal(err)
+		}
+		if n > 1000 {
+			t.Fatal("a's index segment was never sealed")
+		}
+	}
+	// a's open segment is empty: every event is in sealed segments.
+	if info, err := j.Head(ctx, a); err != nil || info.LastSeq != uint64(n) {
+		t.Fatalf("Head right after the seal = %+v, %v", info, err)
+	}
+	if _, err := j.Verify(ctx); err != nil {
+		t.Fatalf("Verify right after the seal: %v", err)
+	}
+	// a's last event ends the sealed segment; these follow it directly.
+	for i := range 2 {
+		if _, err := j.Append(ctx, a, Any, []events.Event{ev("s", n+i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs uint64
+	if err := j.ReadSession(ctx, a, 1, func(e events.Event) error {
+		if seqs++; e.Seq != seqs {
+			t.Fatalf("seq %d at position %d", e.Seq, seqs)
+		}
+		return nil
+	}); err != nil || seqs != uint64(n+2) {
+		t.Fatalf("ReadSession read %d events (%v), want %d", seqs, err, n+2)
+	}
+	if _, err := j.Verify(ctx); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+}
+
+// TestIndexManySegments: a session whose index spans several sealed
+// segments reads whole across them, in chunks that end inside a segment;
+// with a middle segment gone, a read from its first seq reports that no
+// segment holds it.
+func TestIndexManySegments(t *testing.T) {
+	j, err := Open(filepath.Join(t.TempDir(), "j.db"), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := t.Context()
+	a, b := events.NewID(), events.NewID()
+	segments := func() []uint64 {
+		var starts []uint64
+		_ = j.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketIndex).Cursor()
+			var kb [indexKeyLen]byte
+			for k, _ := c.Seek(indexKey(&kb, a, 0)); k != nil; k, _ = c.Next() {
+				sid, seq, _ := parseIndexKey(k)
+				if sid != a {
+					break
+				}
+				starts = append(starts, seq)
+			}
+			return nil
+		})
+		return starts
+	}
+	var n uint64
+	for len(segments()) < 3 { // runs of 4 of a's events between b's
+		evs := make([]events.Event, 4)
+		for i := range evs {
+			evs[i] = ev("a", int(n)+i)
+		}
+		if _, err := j.Append(ctx, a, Any, evs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Append(ctx, b, Any, []events.Event{ev("b", int(n))}); err != nil {
+			t.Fatal(err)
+		}
+		n += 4
+	}
+	starts := segments()
+	if starts[2] <= readChunk {
+		t.Fatalf("a's third segment starts at seq %d, inside the first read chunk", starts[2])
+	}
+	var got uint64
+	if err := j.ReadSession(ctx, a, 1, func(e events.Event) error {
+		if got++; e.Seq != got {
+			t.Fatalf("seq %d at position %d", e.Seq, got)
+		}
+		return nil
+	}); err != nil || got != n {
+		t.Fatalf("ReadSession read %d of %d events: %v", got, n, err)
+	}
+
+	// From inside the last run of the last sealed segment: the read
+	// leaves the sealed segments for the open one there.
+	var h head
+	if err := j.db.View(func(tx *bolt.Tx) error { _, err := loadHead(tx.Bucket(bucketSessions), a, &h); return err }); err != nil {
+		t.Fatal(err)
+	}
+	from := h.openSeq - 2
+	got = from - 1
+	if err := j.ReadSession(ctx, a, from, func(e events.Event) error {
+		if got++; e.Seq != got {
+			t.Fatalf("from %d: seq %d at position %d", from, e.Seq, got)
+		}
+		return nil
+	}); err != nil || got != n {
+		t.Fatalf("ReadSession from %d (the open segment starts at %d) read to seq %d of %d: %v", from, h.openSeq, got, n, err)
+	}
+
+	err = j.db.Update(func(tx *bolt.Tx) error {
+		var kb [indexKeyLen]byte
+		return tx.Bucket(bucketIndex).Delete(indexKey(&kb, a, starts[1]))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = j.ReadSession(ctx, a, starts[1], func(events.Event) error { return nil })
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Seq != starts[1] || ce.Reason != "index has no segment for the seq" {
+		t.Fatalf("ReadSession from the first seq of a deleted segment: %v, want no segment for seq %d", err, starts[1])
 	}
 }

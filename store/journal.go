@@ -218,10 +218,9 @@ func open(path string, opts *Options) (*Journal, error) {
 		j.solo.Store(true)
 		var skipped int
 		var damaged uint64
-		if err := db.View(func(tx *bolt.Tx) error { skipped, damaged = j.ids.load(tx); return nil }); err != nil {
-			_ = db.Close()
-			return nil, fmt.Errorf("open %s: %w", path, translate(err))
-		}
+		// View fails only on a closed database, and load cannot fail: it
+		// reports what it could not read.
+		_ = db.View(func(tx *bolt.Tx) error { skipped, damaged = j.ids.load(tx); return nil })
 		if damaged != 0 {
 			_ = db.Close()
 			return nil, fmt.Errorf("open %s: %w (run mcpledger verify on a copy, or move it aside)", path, &CorruptError{GPos: damaged,

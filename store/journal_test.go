@@ -30,7 +30,7 @@ var (
 
 func TestConformance(t *testing.T) {
 	t.Run("Journal", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) storetest.Journal { return mustOpen(t, tempPath(t), nil) })
+		storetest.Run(t, func(t *testing.T) storetest.Journal { return mustOpen(t, tempPath(t), noSync()) })
 	})
 	t.Run("MemJournal", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) storetest.Journal {
@@ -44,6 +44,11 @@ func TestConformance(t *testing.T) {
 func tempPath(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "state", "journal.db")
 }
+
+// noSync returns the options of most tests: commits skip fsync, which
+// costs milliseconds each and no test but the durability ones (sync_test.go,
+// TestCrash) can observe.
+func noSync() *store.Options { return &store.Options{NoSync: true} }
 
 func mustOpen(t testing.TB, path string, opts *store.Options) *store.Journal {
 	t.Helper()
@@ -69,7 +74,7 @@ func evs(n int) []events.Event {
 
 func TestFileMode(t *testing.T) {
 	path := tempPath(t)
-	mustOpen(t, path, nil)
+	mustOpen(t, path, noSync())
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +95,7 @@ func TestReopen(t *testing.T) {
 	path := tempPath(t)
 	ctx := t.Context()
 	a, b := events.NewID(), events.NewID()
-	j := mustOpen(t, path, nil)
+	j := mustOpen(t, path, noSync())
 	first, err := j.Append(ctx, a, store.NoStream, evs(3))
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +103,7 @@ func TestReopen(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	j = mustOpen(t, path, nil)
+	j = mustOpen(t, path, noSync())
 	res, err := j.Append(ctx, b, store.NoStream, evs(2))
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +125,7 @@ func TestReadOnly(t *testing.T) {
 	path := tempPath(t)
 	ctx := t.Context()
 	sid := events.NewID()
-	w := mustOpen(t, path, nil)
+	w := mustOpen(t, path, noSync())
 	if _, err := w.Append(ctx, sid, store.NoStream, evs(2)); err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +162,11 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
-// TestLockedByOtherProcess holds the journal in a child process: Open
-// here must fail with ErrLocked within about LockTimeout (default 1s).
-func TestLockedByOtherProcess(t *testing.T) {
-	path := tempPath(t)
-	mustOpen(t, path, nil).Close()
-
+// holdInChild opens the journal at path in a child process (this test
+// binary re-executed) and returns once the child holds it; release makes
+// the child close it and waits for the child to exit.
+func holdInChild(t *testing.T, path string) (release func()) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=hold "+path)
 	stdin, err := cmd.StdinPipe()
@@ -177,10 +181,18 @@ func TestLockedByOtherProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	})
+	var once sync.Once
+	var werr error
+	release = func() {
+		once.Do(func() {
+			stdin.Close()
+			werr = cmd.Wait()
+		})
+		if werr != nil {
+			t.Errorf("child: %v", werr)
+		}
+	}
+	t.Cleanup(func() { once.Do(func() { stdin.Close(); _ = cmd.Wait() }) })
 	select {
 	case line := <-readLines(stdout):
 		if line != "ready" {
@@ -189,7 +201,59 @@ func TestLockedByOtherProcess(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("child did not open the journal within 30s")
 	}
+	return release
+}
 
+// TestLockedByOtherProcess holds the journal in a child process: Open
+// here, writable or read-only, fails with ErrLocked once LockTimeout has
+// passed (polling every 50 ms, it gives up when one more poll would pass
+// the timeout), and succeeds once the child has let go.
+func TestLockedByOtherProcess(t *testing.T) {
+	path := tempPath(t)
+	mustOpen(t, path, noSync()).Close()
+	release := holdInChild(t, path)
+
+	const poll = 50 * time.Millisecond
+	for _, c := range []struct {
+		ro      bool
+		timeout time.Duration
+	}{{false, 2 * poll}, {false, poll}, {true, poll}} {
+		// It gives up at the first poll that finds less than a poll left:
+		// at once for one poll's timeout, after one poll for two. The
+		// bounds leave a poll's slack, and the fastest of three tries
+		// counts: a loaded machine only ever makes a try slower.
+		var d time.Duration
+		for try := range 3 {
+			start := time.Now()
+			_, err := store.Open(path, &store.Options{ReadOnly: c.ro, LockTimeout: c.timeout})
+			if e := time.Since(start); try == 0 || e < d {
+				d = e
+			}
+			if !errors.Is(err, store.ErrLocked) {
+				t.Fatalf("Open(ReadOnly=%v, LockTimeout=%v) while another process holds it: %v, want ErrLocked", c.ro, c.timeout, err)
+			}
+			if d < c.timeout+poll {
+				break
+			}
+		}
+		if d < c.timeout-poll || d >= c.timeout+poll {
+			t.Fatalf("Open(ReadOnly=%v, LockTimeout=%v) gave up after %v, want within a poll (%v) below the timeout", c.ro, c.timeout, d, poll)
+		}
+	}
+
+	release()
+	mustOpen(t, path, noSync())
+}
+
+// TestDefaultLockTimeout: with no LockTimeout, Open waits about a second
+// (DefaultLockTimeout) for another process's lock.
+func TestDefaultLockTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits a second for a lock; skipped under -short")
+	}
+	path := tempPath(t)
+	mustOpen(t, path, noSync()).Close()
+	holdInChild(t, path)
 	for _, ro := range []bool{false, true} {
 		start := time.Now()
 		_, err := store.Open(path, &store.Options{ReadOnly: ro})
@@ -197,18 +261,11 @@ func TestLockedByOtherProcess(t *testing.T) {
 		if !errors.Is(err, store.ErrLocked) {
 			t.Fatalf("Open(ReadOnly=%v) while another process holds it: %v, want ErrLocked", ro, err)
 		}
-		if d < 900*time.Millisecond || d > 2*time.Second {
-			t.Errorf("Open(ReadOnly=%v) gave up after %v, want about 1s", ro, d)
+		if d < store.DefaultLockTimeout-100*time.Millisecond || d > 2*store.DefaultLockTimeout {
+			t.Errorf("Open(ReadOnly=%v) gave up after %v, want about %v", ro, d, store.DefaultLockTimeout)
 		}
 		t.Logf("%v", err)
 	}
-
-	// Once the child lets go, the journal opens.
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("child: %v", err)
-	}
-	mustOpen(t, path, nil)
 }
 
 func TestNotJournal(t *testing.T) {
@@ -259,35 +316,54 @@ func TestNotJournal(t *testing.T) {
 	}
 }
 
-func TestNewerFormat(t *testing.T) {
+// TestMetaVersions: Open reads meta/format and meta/codec as decimal
+// versions: a newer one is ErrNewerFormat (up to the largest 32-bit
+// version), an older format, zero, or anything else is ErrNotJournal.
+func TestMetaVersions(t *testing.T) {
 	path := tempPath(t)
-	mustOpen(t, path, nil).Close()
-	for _, key := range []string{"format", "codec"} {
-		db, err := bolt.Open(path, 0o600, nil)
+	mustOpen(t, path, noSync()).Close()
+	format, codec := strconv.Itoa(store.FormatVersion), strconv.Itoa(store.CodecVersion)
+	for _, c := range []struct {
+		format, codec string
+		want          error // nil: opens
+	}{
+		{format, codec, nil},
+		{"99", codec, store.ErrNewerFormat},
+		{format, "99", store.ErrNewerFormat},
+		{"4294967295", codec, store.ErrNewerFormat},
+		{format, "4294967295", store.ErrNewerFormat},
+		{"4294967296", codec, store.ErrNotJournal},
+		{"99999999999", codec, store.ErrNotJournal},
+		{strconv.Itoa(store.FormatVersion - 1), codec, store.ErrNotJournal},
+		{"0", codec, store.ErrNotJournal},
+		{format, "0", store.ErrNotJournal},
+		{format, "", store.ErrNotJournal},
+		{"two", codec, store.ErrNotJournal},
+	} {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = db.Update(func(tx *bolt.Tx) error {
 			meta := tx.Bucket([]byte("meta"))
-			for _, k := range []string{"format", "codec"} {
-				v := strconv.Itoa(map[string]int{"format": store.FormatVersion, "codec": store.CodecVersion}[k])
-				if k == key {
-					v = "99"
-				}
-				if err := meta.Put([]byte(k), []byte(v)); err != nil {
-					return err
-				}
+			if err := meta.Put([]byte("format"), []byte(c.format)); err != nil {
+				return err
 			}
-			return nil
+			return meta.Put([]byte("codec"), []byte(c.codec))
 		})
-		db.Close()
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ro := range []bool{false, true} {
-			_, err := store.Open(path, &store.Options{ReadOnly: ro})
-			if !errors.Is(err, store.ErrNewerFormat) {
-				t.Errorf("meta/%s=99, ReadOnly=%v: Open = %v, want ErrNewerFormat", key, ro, err)
+			j, err := store.Open(path, &store.Options{ReadOnly: ro, NoSync: true})
+			if err == nil {
+				j.Close()
+			}
+			if !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+				t.Errorf("meta/format=%q meta/codec=%q, ReadOnly=%v: Open = %v, want %v", c.format, c.codec, ro, err, c.want)
 			}
 		}
 	}
@@ -297,7 +373,7 @@ func TestVerifyCorrupt(t *testing.T) {
 	path := tempPath(t)
 	ctx := t.Context()
 	a, b := events.NewID(), events.NewID()
-	j := mustOpen(t, path, nil)
+	j := mustOpen(t, path, noSync())
 	for _, sid := range []uuid.UUID{a, b} {
 		if _, err := j.Append(ctx, sid, store.NoStream, evs(5)); err != nil {
 			t.Fatal(err)
@@ -349,7 +425,7 @@ func TestFull(t *testing.T) {
 	path := tempPath(t)
 	ctx := t.Context()
 	sid := events.NewID()
-	j := mustOpen(t, path, &store.Options{MaxSize: 256 << 10})
+	j := mustOpen(t, path, &store.Options{MaxSize: 256 << 10, NoSync: true})
 	var acked uint64
 	var err error
 	for range 10000 {
@@ -373,7 +449,7 @@ func TestFull(t *testing.T) {
 	}
 	j.Close()
 
-	j = mustOpen(t, path, nil)
+	j = mustOpen(t, path, noSync())
 	n := uint64(0)
 	if err := j.ReadSession(ctx, sid, 1, func(e events.Event) error {
 		n++
@@ -398,10 +474,12 @@ func TestFull(t *testing.T) {
 func TestCloseWithQueuedAppends(t *testing.T) {
 	path := tempPath(t)
 	ctx := t.Context()
-	j := mustOpen(t, path, nil)
+	j := mustOpen(t, path, noSync())
 	const producers = 16
 	var mu sync.Mutex
 	acked := map[uuid.UUID]uint64{}
+	loaded := make(chan struct{}) // closed once 200 appends were acknowledged
+	n := 0
 	var wg sync.WaitGroup
 	for range producers {
 		sid := events.NewID()
@@ -417,17 +495,20 @@ func TestCloseWithQueuedAppends(t *testing.T) {
 				}
 				mu.Lock()
 				acked[sid] = res.LastSeq
+				if n++; n == 200 {
+					close(loaded)
+				}
 				mu.Unlock()
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	<-loaded
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
 
-	j = mustOpen(t, path, nil)
+	j = mustOpen(t, path, noSync())
 	for sid, seq := range acked {
 		info, err := j.Head(ctx, sid)
 		if err != nil || info.LastSeq != seq {
@@ -441,7 +522,7 @@ func TestCloseWithQueuedAppends(t *testing.T) {
 
 // TestSubmitMany queues many appends before waiting for any.
 func TestSubmitMany(t *testing.T) {
-	j := mustOpen(t, tempPath(t), nil)
+	j := mustOpen(t, tempPath(t), noSync())
 	ctx := context.Background()
 	const n = 200
 	pend := make([]*store.Pending, n)
@@ -464,7 +545,7 @@ func TestReadCorruptLarge(t *testing.T) {
 	path := tempPath(t)
 	ctx := t.Context()
 	sid := events.NewID()
-	j := mustOpen(t, path, nil)
+	j := mustOpen(t, path, noSync())
 	for range 3 {
 		if _, err := j.Append(ctx, sid, store.Any, evs(500)); err != nil {
 			t.Fatal(err)

@@ -3,12 +3,14 @@ package store_test
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -24,6 +26,10 @@ const (
 	sessionsEnv = "STORE_TEST_SESSIONS"
 )
 
+// shortDeadline bounds a -short run of the package's tests, which takes
+// seconds.
+const shortDeadline = time.Minute
+
 func TestMain(m *testing.M) {
 	if c := os.Getenv(childEnv); c != "" {
 		mode, path, _ := strings.Cut(c, " ")
@@ -32,6 +38,15 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	}
+	flag.Parse()
+	if testing.Short() {
+		// The fast tier runs once per mutant (mutation runs): a test that
+		// a mutant makes hang fails the run after a minute, instead of
+		// after go test's -timeout, ten times a clean run.
+		time.AfterFunc(shortDeadline, func() {
+			panic(fmt.Sprintf("the -short tests are still running after %v: a test hangs", shortDeadline))
+		})
 	}
 	code := m.Run()
 	cleanupReplay()

@@ -180,13 +180,13 @@ func (m *MemJournal) ReadSession(ctx context.Context, session uuid.UUID, fromSeq
 		}
 		return next, nil
 	}
-	_, err := scan(ctx, max(fromSeq, 1), false, fill, fn)
+	_, err := scan(ctx, max(fromSeq, 1), fill, fn)
 	return err
 }
 
 // ReadAll is [Journal.ReadAll] in memory.
 func (m *MemJournal) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
-	_, err := scan(ctx, max(fromGPos, 1), true, m.fillLog, fn)
+	_, err := scan(ctx, max(fromGPos, 1), m.fillLog, fn)
 	return err
 }
 
@@ -214,7 +214,7 @@ func (m *MemJournal) Follow(ctx context.Context, fromGPos uint64, fn func(events
 		wake := m.commits
 		m.mu.Unlock()
 		var err error
-		if next, err = scan(ctx, next, true, m.fillLog, fn); err != nil {
+		if next, err = scan(ctx, next, m.fillLog, fn); err != nil {
 			return err
 		}
 		select {

@@ -89,7 +89,7 @@ func (j *Journal) Head(ctx context.Context, session uuid.UUID) (SessionInfo, err
 // read because a page of the file is damaged (after delivering the events
 // before it).
 func (j *Journal) ReadSession(ctx context.Context, session uuid.UUID, fromSeq uint64, fn func(events.Event) error) error {
-	_, err := scan(ctx, max(fromSeq, 1), false, j.fillSession(session), fn)
+	_, err := scan(ctx, max(fromSeq, 1), j.fillSession(session), fn)
 	return err
 }
 
@@ -121,12 +121,12 @@ func (j *Journal) fillSession(session uuid.UUID) fillFunc {
 				for i := range s.count {
 					at = span{seq: s.seq + i, gpos: s.gpos + i}
 					if !m.holds(k) || !m.holds(v) {
-						return &CorruptError{Session: session, Seq: s.seq + i, GPos: s.gpos + i, Reason: "the log entry points outside the file (damaged leaf page)"}
+						return &CorruptError{Session: session, Seq: at.seq, GPos: at.gpos, Reason: "the log entry points outside the file (damaged leaf page)"}
 					}
-					if gpos, ok := btoi(k); !ok || gpos != s.gpos+i || v == nil {
-						return &CorruptError{Session: session, Seq: s.seq + i, GPos: s.gpos + i, Reason: "index points at a missing record"}
+					if gpos, ok := btoi(k); !ok || gpos != at.gpos || v == nil {
+						return &CorruptError{Session: session, Seq: at.seq, GPos: at.gpos, Reason: "index points at a missing record"}
 					}
-					c.copyRec(recPos{sid: session, seq: s.seq + i, gpos: s.gpos + i}, v)
+					c.copyRec(recPos{sid: session, seq: at.seq, gpos: at.gpos}, v)
 					k, v = cur.Next()
 				}
 				next = s.seq + s.count
@@ -145,7 +145,7 @@ func (j *Journal) fillSession(session uuid.UUID) fillFunc {
 // global order across sessions. Errors and fn as for ReadSession. Large
 // reads decode on several goroutines, which end before ReadAll returns.
 func (j *Journal) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
-	_, err := scan(ctx, max(fromGPos, 1), true, j.fillLog, fn)
+	_, err := scan(ctx, max(fromGPos, 1), j.fillLog, fn)
 	return j.attribute(err)
 }
 
@@ -219,7 +219,7 @@ func (j *Journal) Follow(ctx context.Context, fromGPos uint64, fn func(events.Ev
 	for {
 		wake := j.committed() // taken before reading, so no commit is missed
 		var err error
-		if next, err = scan(ctx, next, true, j.fillLog, fn); err != nil {
+		if next, err = scan(ctx, next, j.fillLog, fn); err != nil {
 			return j.attribute(err)
 		}
 		select {

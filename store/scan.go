@@ -81,15 +81,11 @@ func (c *chunk) decode(dec *events.Decoder) {
 }
 
 // deliver calls fn on c's events and returns c's error, if any, after
-// the events before it. next is advanced past every delivered event.
-func (c *chunk) deliver(fn func(events.Event) error, next *uint64, byGPos bool) error {
+// the events before it. *gpos is advanced past every delivered event.
+func (c *chunk) deliver(fn func(events.Event) error, gpos *uint64) error {
 	for i := range c.evs {
 		e := c.evs[i]
-		if byGPos {
-			*next = e.GPos + 1
-		} else {
-			*next = e.Seq + 1
-		}
+		*gpos = e.GPos + 1
 		if err := fn(e); err != nil {
 			return err
 		}
@@ -101,9 +97,11 @@ func (c *chunk) deliver(fn func(events.Event) error, next *uint64, byGPos bool) 
 // each decoded event, in order, in the caller's goroutine. The first
 // chunk is read and decoded right here; if it was full, the rest is read
 // by one goroutine and decoded by GOMAXPROCS goroutines, all of which end
-// before scan returns. It returns the position after the last event
-// delivered.
-func scan(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(events.Event) error) (uint64, error) {
+// before scan returns. It returns the global position after the last
+// event delivered (next if none was): a read of the log (Follow) goes on
+// from there; a read of a session, whose fill positions are seqs, has no
+// use for it.
+func scan(ctx context.Context, next uint64, fill fillFunc, fn func(events.Event) error) (uint64, error) {
 	c := getChunk()
 	defer putChunk(c)
 	c.reset()
@@ -112,13 +110,13 @@ func scan(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(
 	dec := decoders.Get().(*events.Decoder)
 	c.decode(dec)
 	decoders.Put(dec)
-	if err := c.deliver(fn, &next, byGPos); err != nil {
+	if err := c.deliver(fn, &next); err != nil {
 		return next, err
 	}
 	if len(c.recs) < readChunk {
 		return next, nil
 	}
-	return scanParallel(ctx, after, byGPos, fill, fn)
+	return scanParallel(ctx, after, fill, fn)
 }
 
 // Chunks and decoders are pooled across reads: a chunk's buffers grow to
@@ -145,7 +143,7 @@ func putChunk(c *chunk) {
 	chunks.Put(c)
 }
 
-func scanParallel(ctx context.Context, next uint64, byGPos bool, fill fillFunc, fn func(events.Event) error) (uint64, error) {
+func scanParallel(ctx context.Context, next uint64, fill fillFunc, fn func(events.Event) error) (uint64, error) {
 	workers := runtime.GOMAXPROCS(0)
 	inflight := workers + 1
 	all := make([]*chunk, inflight+2)
@@ -215,7 +213,7 @@ func scanParallel(ctx context.Context, next uint64, byGPos bool, fill fillFunc, 
 		if err := ctx.Err(); err != nil {
 			return delivered, err
 		}
-		if err := c.deliver(fn, &delivered, byGPos); err != nil {
+		if err := c.deliver(fn, &delivered); err != nil {
 			return delivered, err
 		}
 		if len(c.recs) < readChunk {

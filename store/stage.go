@@ -122,8 +122,8 @@ func (s *stager) duplicate(v view, r *request) (staged, bool, error) {
 		if psid != r.session {
 			return staged{}, false, fmt.Errorf("%w: event id %s is already in session %s", ErrConflict, r.evs[i].ID, psid)
 		}
-		if len(recs) == 0 {
-			first = pseq - uint64(i)
+		if i == 0 {
+			first = pseq
 		}
 		if len(recs) != i || pseq != first+uint64(i) {
 			return staged{}, false, fmt.Errorf("%w: events overlap earlier events of session %s only in part", ErrConflict, r.session)

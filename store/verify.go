@@ -40,10 +40,10 @@ type VerifyReport struct {
 // whole.
 func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 	var rep VerifyReport
-	// What the walk is checking, for a fault: while walking the log, the
-	// record at rep.LogEntries+1; else at.
+	// What the walk is checking, for a fault: while it walks the log, the
+	// record it reads next, at.gpos (which the log's next key must be);
+	// while it checks a session's index, the session.
 	var at recPos
-	walking := false
 	err := j.view(ctx, func(tx *bolt.Tx) error {
 		if err := checkMeta(tx); err != nil {
 			return err
@@ -59,7 +59,7 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		done := map[uuid.UUID]bool{}
 		dec := events.NewDecoder()
 		c, seek := logB.Cursor(), logB.Cursor()
-		walking = true
+		at = recPos{gpos: 1}
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if rep.LogEntries%1024 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -67,11 +67,11 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 				}
 			}
 			if !m.holds(k) || !m.holds(v) {
-				return &CorruptError{GPos: rep.LogEntries + 1, Reason: "the log entry points outside the file (damaged leaf page)"}
+				return &CorruptError{GPos: at.gpos, Reason: "the log entry points outside the file (damaged leaf page)"}
 			}
 			gpos, ok := btoi(k)
-			if !ok || gpos != rep.LogEntries+1 || v == nil {
-				return &CorruptError{GPos: rep.LogEntries + 1, Reason: "global log gap: next key is " + m.text(k)}
+			if !ok || gpos != at.gpos || v == nil {
+				return &CorruptError{GPos: at.gpos, Reason: "global log gap: next key is " + m.text(k)}
 			}
 			// Reads seek by key, through the branch pages this walk does
 			// not use: a damaged branch key would send them elsewhere.
@@ -109,22 +109,24 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 			s.runs = addRun(s.runs, gpos)
 			rep.Events++
 			rep.LogEntries++
+			next := recPos{gpos: gpos + 1}
+			at = next
 			if e.Seq < s.stored.info.LastSeq {
 				continue
 			}
 			if err := s.chk.finish(s.stored.info, true); err != nil {
 				return err
 			}
-			walking, at = false, recPos{sid: e.Session}
+			at = recPos{sid: e.Session}
 			if err := checkIndex(m, index.Cursor(), index.Cursor(), &s.stored, s.runs); err != nil {
 				return err
 			}
-			walking = true
+			at = next
 			delete(open, e.Session)
 			done[e.Session] = true
 			rep.Sessions++
 		}
-		walking, at = false, recPos{}
+		at = recPos{}
 		if logB.Sequence() != rep.LogEntries {
 			return &CorruptError{Reason: fmt.Sprintf("global log has %d entries, its sequence says %d", rep.LogEntries, logB.Sequence())}
 		}
@@ -172,9 +174,6 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		})
 	})
 	if err != nil {
-		if walking {
-			at = recPos{gpos: rep.LogEntries + 1}
-		}
 		return rep, fmt.Errorf("verify: %w", corruptAt(err, at.sid, at.seq, at.gpos))
 	}
 	return rep, nil

@@ -65,16 +65,6 @@ func (w *recentIDs) commit() {
 	w.pending = w.pending[:0]
 }
 
-// abort forgets the current transaction's IDs: it did not commit.
-func (w *recentIDs) abort() {
-	for _, p := range w.pending {
-		if w.gpos[p.id] == p.gpos {
-			delete(w.gpos, p.id)
-		}
-	}
-	w.pending = w.pending[:0]
-}
-
 // reset forgets every ID.
 func (w *recentIDs) reset() {
 	clear(w.gpos)

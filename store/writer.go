@@ -151,7 +151,7 @@ func (j *Journal) write() {
 				break drain
 			}
 		}
-		if j.linger > 0 && acked > 1 && len(batch) < acked && n < j.maxBatch {
+		if j.linger > 0 && len(batch) < acked && n < j.maxBatch {
 			// Several appenders shared the last commit and not all of them
 			// are back: wait a little for the rest (Options.Linger).
 			linger.Reset(j.linger)
@@ -256,7 +256,6 @@ func (j *Journal) commit(st *stager, w *txWriter, batch []*request, results []st
 		// fsync after the meta page was written), so what the writer
 		// remembers is rebuilt from the file.
 		w.forget()
-		j.ids.abort()
 		j.ids.reset()
 		_ = j.read(func(tx *bolt.Tx) error { j.ids.load(tx); return nil }) // Open checked the end of the log
 		return 0, fmt.Errorf("commit: %w", err)

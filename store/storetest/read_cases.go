@@ -45,10 +45,13 @@ func testReadStopsOnError(t *testing.T, j Journal) {
 	sid := events.NewID()
 	mustAppend(t, j, sid, store.Any, batch("s", 5))
 	stop := errors.New("enough")
+	// A Follow that ignores fn's error would wait for commits forever.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
 	for name, read := range map[string]func(fn func(events.Event) error) error{
-		"ReadSession": func(fn func(events.Event) error) error { return j.ReadSession(t.Context(), sid, 1, fn) },
-		"ReadAll":     func(fn func(events.Event) error) error { return j.ReadAll(t.Context(), 1, fn) },
-		"Follow":      func(fn func(events.Event) error) error { return j.Follow(t.Context(), 1, fn) },
+		"ReadSession": func(fn func(events.Event) error) error { return j.ReadSession(ctx, sid, 1, fn) },
+		"ReadAll":     func(fn func(events.Event) error) error { return j.ReadAll(ctx, 1, fn) },
+		"Follow":      func(fn func(events.Event) error) error { return j.Follow(ctx, 1, fn) },
 	} {
 		n := 0
 		err := read(func(events.Event) error {
