@@ -13,21 +13,30 @@ func hasPrefixAt(b []byte, i int, p string) bool {
 	return len(b)-i >= len(p) && string(b[i:i+len(p)]) == p
 }
 
+// hasPrefixFold reports whether b[i:] starts with p (lower case), ASCII
+// case insensitively.
 func hasPrefixFold(b []byte, i int, p string) bool {
 	if len(b)-i < len(p) {
 		return false
 	}
 	for k := 0; k < len(p); k++ {
-		c := b[i+k]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != p[k] {
+		if lowerTable[b[i+k]] != p[k] {
 			return false
 		}
 	}
 	return true
 }
+
+// lowerTable maps each byte to its ASCII lower case.
+var lowerTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] = byte(i) + 'a' - 'A'
+		}
+	}
+	return t
+}()
 
 // boundaryBefore reports whether b[i] starts a word: b[i-1] is not a
 // token byte, or it ends a JSON escape that stands for one. The Redactor
