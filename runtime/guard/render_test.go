@@ -56,7 +56,7 @@ func TestWrapOutput(t *testing.T) {
 func TestWrapOutputDefusesEveryMarker(t *testing.T) {
 	parts := []string{"<", "/", "mcp_tool_output", "</mcp_tool_output", "<mcp_tool_output>", "x", "<<", "&lt;", "mcp_tool_outpu", "é"}
 	r := rand.New(rand.NewPCG(6, 6))
-	for range 5000 {
+	for range rounds(5000, 500) {
 		var sb strings.Builder
 		for range r.IntN(8) {
 			sb.WriteString(parts[r.IntN(len(parts))])

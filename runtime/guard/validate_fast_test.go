@@ -103,7 +103,7 @@ func (g quickGen) value(depth int) any {
 func TestQuickSchemaAgrees(t *testing.T) {
 	g := quickGen{rand.New(rand.NewPCG(5, 6))}
 	valid, checked := 0, 0
-	for range 3000 {
+	for range rounds(3000, 300) {
 		sb, _ := json.Marshal(g.schema(0))
 		q := compileQuick(string(sb))
 		if q == nil {
