@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -10,7 +11,7 @@ import (
 // escapes, byte classes.
 
 func hasPrefixAt(b []byte, i int, p string) bool {
-	return len(b)-i >= len(p) && string(b[i:i+len(p)]) == p
+	return bytes.HasPrefix(b[i:], []byte(p))
 }
 
 // hasPrefixFold reports whether b[i:] starts with p (lower case), ASCII

@@ -44,24 +44,22 @@ func assignedValue(b []byte, i int) (span, bool) {
 	if !secretKeyName(b[k:e]) {
 		return span{}, false
 	}
+	// A quoted value: end is -1 without a closing quote, a span valueSpan
+	// refuses as it does an empty one.
 	j := skipSpace(b, i+1)
 	switch {
 	case j < len(b) && (b[j] == '"' || b[j] == '\''):
-		if end := bytes.IndexByte(b[j+1:min(len(b), j+1+maxAssigned)], b[j]); end >= 0 {
-			return valueSpan(j+1, j+1+end)
-		}
-		return span{}, false
+		end := bytes.IndexByte(b[j+1:min(len(b), j+1+maxAssigned)], b[j])
+		return valueSpan(j+1, j+1+end)
 	case hasPrefixAt(b, j, `\"`):
-		if end := bytes.Index(b[j+2:min(len(b), j+2+maxAssigned)], []byte(`\"`)); end >= 0 {
-			return valueSpan(j+2, j+2+end)
-		}
-		return span{}, false
+		end := bytes.Index(b[j+2:min(len(b), j+2+maxAssigned)], []byte(`\"`))
+		return valueSpan(j+2, j+2+end)
 	}
 	// A cookie header (Cookie: a=1; sid=v, Set-Cookie: sid=v; Path=/):
 	// the rest of the line, every cookie in it.
 	if b[i] == ':' && isCookieName(b[k:e]) {
 		end := j
-		for end < len(b) && end-j < maxAssigned && !lineEndsAt(b, end) {
+		for end-j < maxAssigned && !lineEndsAt(b, end) { // the end of b ends the line
 			if b[end] == '\\' {
 				end++ // an escaped byte (\" inside JSON text)
 			}
@@ -257,9 +255,12 @@ func valueEnd(b []byte, start, k int) (span, bool) {
 	return span{}, false
 }
 
+// valueSpan returns the span of a value from from to to, if it holds
+// anything: an empty value hides nothing (nor does a span that ends
+// before it starts).
 func valueSpan(from, to int) (span, bool) {
 	if to-from < 1 {
-		return span{}, false // an empty value hides nothing
+		return span{}, false
 	}
 	return span{from, to}, true
 }
