@@ -16,15 +16,11 @@ import (
 // and footer lines stay, so the journal shows what kind of key it was.
 func pemPrivateKey(b []byte, i int) (span, bool) {
 	head := i + len("BEGIN ")
-	end := bytes.Index(b[head:min(len(b), head+64)], []byte("-----"))
-	if end < 0 {
+	label, _, ok := bytes.Cut(b[head:min(len(b), head+64)], []byte("-----"))
+	if !ok || !bytes.HasSuffix(label, []byte("PRIVATE KEY")) && !bytes.HasSuffix(label, []byte("PRIVATE KEY BLOCK")) {
 		return span{}, false
 	}
-	label := b[head : head+end]
-	if !bytes.HasSuffix(label, []byte("PRIVATE KEY")) && !bytes.HasSuffix(label, []byte("PRIVATE KEY BLOCK")) {
-		return span{}, false
-	}
-	body := head + end + len("-----")
+	body := head + len(label) + len("-----")
 	stop := min(len(b), body+maxPEM)
 	if e := bytes.Index(b[body:stop], []byte("-----END")); e >= 0 {
 		stop = body + e
