@@ -28,10 +28,10 @@ func checkRedacted(t *testing.T, in, want string) {
 	t.Helper()
 	want = marked(want)
 	if got := string(NewRedactor(nil).Redact([]byte(in))); got != want {
-		t.Errorf("Redact(%q)\n got %q\nwant %q", in, got, want)
+		t.Errorf("Redact(%.200q)\n got %.200q\nwant %.200q", in, got, want)
 	}
 	if got := string(refRedact(Redactor{}, []byte(in))); got != want {
-		t.Errorf("reference redact(%q)\n got %q\nwant %q", in, got, want)
+		t.Errorf("reference redact(%.200q)\n got %.200q\nwant %.200q", in, got, want)
 	}
 }
 
@@ -58,6 +58,7 @@ func TestRedactAssignments(t *testing.T) {
 		// A name of up to 64 bytes.
 		{name64 + "=v", name64 + "=«v»"},
 		{"." + name64 + "=v", "." + name64 + "=v"},
+		{strings.Repeat("x", 62) + "pa=v", strings.Repeat("x", 62) + "pa=v"}, // the start of a word is not the word
 		// After a colon, a space or a tab, and a value that ends its line.
 		{"password:\tv", "password:\t«v»"},
 		{"password:v", "password:v"},
@@ -145,5 +146,22 @@ func TestRedactJSONKeys(t *testing.T) {
 		{`{"password":"abc\`, `{"password":"abc\`},
 	} {
 		checkRedacted(t, tc.in, tc.want)
+	}
+}
+
+// TestSecretKeyLetter: the prefilter of the key check lets every secret
+// word through (each holds a marked letter, in either case) and marks
+// none of the commonest English letters, which nearly every key holds.
+func TestSecretKeyLetter(t *testing.T) {
+	for _, w := range secretKeyWords {
+		if !strings.ContainsFunc(w, func(r rune) bool { return secretKeyLetter[r] }) ||
+			!strings.ContainsFunc(strings.ToUpper(w), func(r rune) bool { return secretKeyLetter[r] }) {
+			t.Errorf("%q holds no marked letter", w)
+		}
+	}
+	for _, c := range []byte("etaoinshrETAOINSHR") {
+		if secretKeyLetter[c] {
+			t.Errorf("%q is marked", c)
+		}
 	}
 }

@@ -1,0 +1,46 @@
+package guard
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRedactPEMBounds: a private key's body is replaced up to its END
+// line, or maxPEM bytes when the END line does not start within them; the
+// header and footer stay, and a key with no body is left alone.
+func TestRedactPEMBounds(t *testing.T) {
+	const begin, end = "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+	a := func(n int) string { return strings.Repeat("a", n) }
+	label := func(n int) string { return strings.Repeat("X", n-len(" PRIVATE KEY")) + " PRIVATE KEY" }
+	for _, tc := range []struct{ in, want string }{
+		{begin + "\nMIIE\n" + end, begin + "«\nMIIE\n»" + end},
+		{"-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQ\n-----END PGP PRIVATE KEY BLOCK-----", "-----BEGIN PGP PRIVATE KEY BLOCK-----«\nlQ\n»-----END PGP PRIVATE KEY BLOCK-----"},
+		{"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"},
+		{begin + end, begin + end},
+		{begin + "\nMIIE", begin + "«\nMIIE»"},
+		{begin + a(maxPEM-8) + end, begin + "«" + a(maxPEM-8) + "»" + end},
+		{begin + a(maxPEM-7) + end, begin + "«" + a(maxPEM-7) + end[:7] + "»" + end[7:]},
+		{begin + a(maxPEM+5), begin + "«" + a(maxPEM) + "»" + a(5)},
+		// The label and its dashes within 64 bytes of BEGIN.
+		{"-----BEGIN " + label(59) + "-----\nMIIE", "-----BEGIN " + label(59) + "-----«\nMIIE»"},
+		{"-----BEGIN " + label(60) + "-----\nMIIE", "-----BEGIN " + label(60) + "-----\nMIIE"},
+	} {
+		checkRedacted(t, tc.in, tc.want)
+	}
+}
+
+// TestRedactURLBounds: the password of scheme://user:password@host, with
+// the user and the password read up to maxURLPart+1 bytes each.
+func TestRedactURLBounds(t *testing.T) {
+	u := func(n int) string { return strings.Repeat("u", n) }
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://admin:pw@db/app", "postgres://admin:«pw»@db/app"},
+		{"https://" + u(maxURLPart+1) + ":pw@h", "https://" + u(maxURLPart+1) + ":«pw»@h"},
+		{"https://" + u(maxURLPart+2) + ":pw@h", "https://" + u(maxURLPart+2) + ":pw@h"},
+		{"https://user:" + u(maxURLPart+1) + "@h", "https://user:«" + u(maxURLPart+1) + "»@h"},
+		{"https://user:" + u(maxURLPart+2) + "@h", "https://user:" + u(maxURLPart+2) + "@h"},
+		{"https://:pw@h https://user:@h https://user:pw", "https://:pw@h https://user:@h https://user:pw"},
+	} {
+		checkRedacted(t, tc.in, tc.want)
+	}
+}
