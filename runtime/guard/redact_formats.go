@@ -82,11 +82,14 @@ func secretValue(b []byte, i int) (span, bool) {
 	// The key: a short run of name characters, closed by the same quote.
 	j := i + 1
 	rare := false // the key holds a letter of secretKeyLetter
-	for j < len(b) && j-i <= 64 && keyByte[b[j]] {
+	for j < len(b) && j-i < 64 && keyByte[b[j]] {
 		rare = rare || secretKeyLetter[b[j]]
 		j++
 	}
-	if j == i+1 || j >= len(b) || j-i > 64 || !rare { // !rare: see secretKeyName
+	// !rare: no secret word (see secretKeyName), nor an empty key. A key
+	// that runs to the end of b, or longer than 63 bytes (the loop stops
+	// on a key byte), has no closing quote for valueStart.
+	if !rare {
 		return span{}, false
 	}
 	for k := quoteDepth(b, i); k >= 0; k = shallower(k) {
