@@ -133,8 +133,13 @@ func TestRedactNestingDepth(t *testing.T) {
 // in strings; a key's quotes and the value's must be escaped alike, and
 // a text that ends before the value does is left alone.
 func TestRedactJSONKeys(t *testing.T) {
+	key63 := strings.Repeat("x", 63-len("_password")) + "_password"
 	for _, tc := range []struct{ in, want string }{
 		{`{"password": "v"}`, `{"password": "«v»"}`},
+		// Keys of up to 63 bytes.
+		{`{"` + key63 + `":"v"}`, `{"` + key63 + `":"«v»"}`},
+		{`{"x` + key63 + `":"v"}`, `{"x` + key63 + `":"v"}`},
+		{`{"":"v","password`, `{"":"v","password`},
 		{`{"t":"{\"password\":\"v\\\"w\"}"}`, `{"t":"{\"password\":\"«v\\\"w»\"}"}`},
 		// An escaped quote, then a key closed by a quote of the JSON
 		// text: a key of a string, not of the JSON text.

@@ -35,6 +35,7 @@ func TestRedactURLBounds(t *testing.T) {
 	u := func(n int) string { return strings.Repeat("u", n) }
 	for _, tc := range []struct{ in, want string }{
 		{"postgres://admin:pw@db/app", "postgres://admin:«pw»@db/app"},
+		{"https://-my.user:p-w@h https://u:p w@h", "https://-my.user:«p-w»@h https://u:p w@h"},
 		{"https://" + u(maxURLPart+1) + ":pw@h", "https://" + u(maxURLPart+1) + ":«pw»@h"},
 		{"https://" + u(maxURLPart+2) + ":pw@h", "https://" + u(maxURLPart+2) + ":pw@h"},
 		{"https://user:" + u(maxURLPart+1) + "@h", "https://user:«" + u(maxURLPart+1) + "»@h"},
