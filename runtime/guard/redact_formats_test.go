@@ -45,3 +45,38 @@ func TestRedactURLBounds(t *testing.T) {
 		checkRedacted(t, tc.in, tc.want)
 	}
 }
+
+// TestRedactTokenBounds: each credential format at its shortest, and one
+// byte shorter.
+func TestRedactTokenBounds(t *testing.T) {
+	al := func(n int) string { return strings.Repeat("a1", n)[:n] }
+	up := func(n int) string { return strings.Repeat("A1", n)[:n] }
+	for _, tc := range []struct {
+		prefix string
+		min    int
+		run    func(int) string
+	}{
+		{"ghp_", 20, al}, {"gho_", 20, al}, {"ghu_", 20, al}, {"ghs_", 20, al}, {"ghr_", 20, al},
+		{"github_pat_", 20, al}, {"sk-", 20, al}, {"xoxb-", 10, al}, {"xoxp-", 10, al},
+		{"AKIA", 16, up}, {"ASIA", 16, up},
+	} {
+		for _, n := range []int{tc.min, tc.min - 1} {
+			tok := tc.prefix + tc.run(n)
+			want := "x " + tok + " y"
+			if n == tc.min {
+				want = "x «" + tok + "» y"
+			}
+			checkRedacted(t, "x "+tok+" y", want)
+		}
+	}
+	// An AWS key ID is exactly 20 bytes.
+	checkRedacted(t, "AKIA"+up(16)+"a", "AKIA"+up(16)+"a")
+	// A bearer credential of 8 bytes or more, with a digit or a symbol.
+	checkRedacted(t, "Bearer a1a1a1a1 x", "Bearer «a1a1a1a1» x")
+	checkRedacted(t, "Bearer a1a1a1a x", "Bearer a1a1a1a x")
+	// A JWT: three base64url parts of 8 bytes or more.
+	checkRedacted(t, "eyJhbGci.eyJzdWIi.abcdefgh x", "«eyJhbGci.eyJzdWIi.abcdefgh» x")
+	for _, cut := range []string{"eyJhbGc.eyJzdWIi.abcdefgh", "eyJhbGci.eyJzdWI.abcdefgh", "eyJhbGci.eyJzdWIi.abcdefg", "eyJhbGci.eyJzdWIi", "eyJhbGci.eyJzdWIi."} {
+		checkRedacted(t, cut+" x", cut+" x")
+	}
+}
