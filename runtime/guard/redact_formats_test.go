@@ -57,7 +57,8 @@ func TestRedactTokenBounds(t *testing.T) {
 		run    func(int) string
 	}{
 		{"ghp_", 20, al}, {"gho_", 20, al}, {"ghu_", 20, al}, {"ghs_", 20, al}, {"ghr_", 20, al},
-		{"github_pat_", 20, al}, {"sk-", 20, al}, {"xoxb-", 10, al}, {"xoxp-", 10, al},
+		{"github_pat_", 20, al}, {"sk-", 20, al},
+		{"xoxa-", 10, al}, {"xoxb-", 10, al}, {"xoxp-", 10, al}, {"xoxr-", 10, al}, {"xoxs-", 10, al},
 		{"AKIA", 16, up}, {"ASIA", 16, up},
 	} {
 		for _, n := range []int{tc.min, tc.min - 1} {
@@ -69,11 +70,23 @@ func TestRedactTokenBounds(t *testing.T) {
 			checkRedacted(t, "x "+tok+" y", want)
 		}
 	}
-	// An AWS key ID is exactly 20 bytes.
+	// An AWS key ID is exactly 20 bytes of A-Z and 0-9.
 	checkRedacted(t, "AKIA"+up(16)+"a", "AKIA"+up(16)+"a")
+	checkRedacted(t, "AKIA"+up(17), "AKIA"+up(17))
+	checkRedacted(t, "AKIAZ09AZ09AZ09AZ09A", "«AKIAZ09AZ09AZ09AZ09A»")
 	// A bearer credential of 8 bytes or more, with a digit or a symbol.
 	checkRedacted(t, "Bearer a1a1a1a1 x", "Bearer «a1a1a1a1» x")
 	checkRedacted(t, "Bearer a1a1a1a x", "Bearer a1a1a1a x")
+	for _, word := range []string{"Authorization", "ZzzzzzzZ", "abcdefgh"} {
+		checkRedacted(t, "Bearer "+word, "Bearer "+word)
+	}
+	for _, cred := range []string{"abcdefg1", "abcdefg_", "abcdefg~", "abcdefg/", "Abcdefg="} {
+		checkRedacted(t, "Bearer "+cred, "Bearer «"+cred+"»")
+	}
+	// Prefixes cut by the end of the text.
+	for _, cut := range []string{"x gh", "x ghp", "x ghp_", "x xo", "x xox", "x xoxb", "x xoxb-", "x sk", "x AKI", "x ey", "x eyJ", "x Bearer"} {
+		checkRedacted(t, cut, cut)
+	}
 	// A JWT: three base64url parts of 8 bytes or more.
 	checkRedacted(t, "eyJhbGci.eyJzdWIi.abcdefgh x", "«eyJhbGci.eyJzdWIi.abcdefgh» x")
 	for _, cut := range []string{"eyJhbGc.eyJzdWIi.abcdefgh", "eyJhbGci.eyJzdWI.abcdefgh", "eyJhbGci.eyJzdWIi.abcdefg", "eyJhbGci.eyJzdWIi", "eyJhbGci.eyJzdWIi."} {

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -24,6 +25,26 @@ func TestRedactorSecretInSecret(t *testing.T) {
 		in := "x " + s + " y"
 		if got, want := string(r.Redact([]byte(in))), "x "+string(redactMarker([]byte(s)))+" y"; got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSecrets: the env values whose key names a secret, or which look
+// like a token (16 bytes or more, one word, letters and digits), and
+// every header value with, for "Scheme credential", the credential.
+func TestSecrets(t *testing.T) {
+	env := []string{
+		"GITHUB_TOKEN=t", "db_password=p", "MY_PASS=p2", "API_KEY=k", "X_AUTH=a", "SESSION=s", "PRIVATE_PEM=pem",
+		"OPAQUE=a1b2c3d4e5f6g7h8", "SHORT=a1b2c3d4e5f6g7h", "DIGITS=1234567890123456", "LETTERS=abcdefghijklmnop",
+		"SPACED=a1b2c3d4 e5f6g7h8", "PATHISH=/a1b2c3d4e5f6g7h8", "WIN=a1b2c3d4\\e5f6g7h8", "LOG_LEVEL=debug", "NOEQUALS",
+	}
+	want := []string{"t", "p", "p2", "k", "a", "s", "pem", "a1b2c3d4e5f6g7h8"}
+	if got := Secrets(env, nil); !slices.Equal(got, want) {
+		t.Errorf("Secrets(env) = %q, want %q", got, want)
+	}
+	for h, want := range map[string][]string{"Bearer tok-1": {"Bearer tok-1", "tok-1"}, "k3y": {"k3y"}} {
+		if got := Secrets(nil, map[string]string{"H": h}); !slices.Equal(got, want) {
+			t.Errorf("Secrets(header %q) = %q, want %q", h, got, want)
 		}
 	}
 }
