@@ -113,6 +113,7 @@ func TestDescribeSchemaError(t *testing.T) {
 		{`validating /properties/l/items/0: type: 1 has type "integer", want "string"`, "l[]", `type: 1 has type "integer", want "string"`},
 		{`validating /properties/a~1b~0c: x`, "a/b~c", "x"},
 		{`validating /items/0: x`, "/items/0", "x"},
+		{`validating /properties: x`, "/properties", "x"},
 		{`validating root`, "", `validating root`},
 		{`something else`, "", `something else`},
 	} {
