@@ -80,7 +80,7 @@ func assignedValue(b []byte, i int) (span, bool) {
 		end++
 	}
 	v := b[j:end]
-	if len(v) == 0 || plainValue(v) {
+	if plainValue(v) {
 		return span{}, false
 	}
 	// After "name: ", only a value that ends its line (YAML), not one of
@@ -99,12 +99,12 @@ func isCookieName(name []byte) bool {
 	return n >= 6 && bytes.EqualFold(name[n-6:], []byte("cookie")) && (n == 6 || name[n-7] == '-')
 }
 
-// plainValue reports whether an unquoted value is a boolean, null or
-// number, or a variable reference (${GITHUB_TOKEN}, $API_KEY): a setting
-// or a name, not a secret (persist-credentials: false).
+// plainValue reports whether an unquoted value is empty, a boolean, null
+// or a number, or a variable reference (${GITHUB_TOKEN}, $API_KEY): a
+// setting or a name, not a secret (persist-credentials: false).
 func plainValue(v []byte) bool {
 	switch strings.ToLower(string(v)) {
-	case "true", "false", "null", "nil", "none", "yes", "no", "on", "off", "~":
+	case "", "true", "false", "null", "nil", "none", "yes", "no", "on", "off", "~":
 		return true
 	}
 	if varRef(v) {
@@ -115,7 +115,7 @@ func plainValue(v []byte) bool {
 			return false
 		}
 	}
-	return len(v) > 0
+	return true
 }
 
 // varRef reports whether v is a variable reference: ${name}, or $NAME as
