@@ -116,6 +116,11 @@ func TestRedactJSONKeys(t *testing.T) {
 		// An escaped quote, then a key closed by a quote of the JSON
 		// text: a key of a string, not of the JSON text.
 		{`{"x\"token":"public"}`, `{"x\"token":"public"}`},
+		// A run of backslashes longer than maxQuoteRun before a key's
+		// quote is not read as quoting (8 backslashes of text, then a
+		// key in a string).
+		{`{"t":"` + strings.Repeat(`\\`, 8) + `\"password\":\"v\""}`, `{"t":"` + strings.Repeat(`\\`, 8) + `\"password\":\"v\""}`},
+		{`{"t":"` + strings.Repeat(`\\`, 7) + `\"password\":\"v\""}`, `{"t":"` + strings.Repeat(`\\`, 7) + `\"password\":\"«v»\""}`},
 		// Cut texts.
 		{`{"t":"\"password\`, `{"t":"\"password\`},
 		{`{"password": `, `{"password": `},
