@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -10,24 +11,33 @@ import (
 // escapes, byte classes.
 
 func hasPrefixAt(b []byte, i int, p string) bool {
-	return len(b)-i >= len(p) && string(b[i:i+len(p)]) == p
+	return bytes.HasPrefix(b[i:], []byte(p))
 }
 
+// hasPrefixFold reports whether b[i:] starts with p (lower case), ASCII
+// case insensitively.
 func hasPrefixFold(b []byte, i int, p string) bool {
 	if len(b)-i < len(p) {
 		return false
 	}
 	for k := 0; k < len(p); k++ {
-		c := b[i+k]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != p[k] {
+		if lowerTable[b[i+k]] != p[k] {
 			return false
 		}
 	}
 	return true
 }
+
+// lowerTable maps each byte to its ASCII lower case.
+var lowerTable = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] = byte(i) + 'a' - 'A'
+		}
+	}
+	return t
+}()
 
 // boundaryBefore reports whether b[i] starts a word: b[i-1] is not a
 // token byte, or it ends a JSON escape that stands for one. The Redactor

@@ -165,16 +165,6 @@ func detectMask(s string, base int) (m uint64, maybeB64 uint8) {
 	return m, maybeB64
 }
 
-var lowerTable = func() (t [256]byte) {
-	for i := range t {
-		t[i] = byte(i)
-		if i >= 'A' && i <= 'Z' {
-			t[i] = byte(i) + 'a' - 'A'
-		}
-	}
-	return t
-}()
-
 // hasFold reports whether s[i:] starts with p (lower case), ASCII case
 // insensitively. i may be negative.
 func hasFold(s string, i int, p string) bool {

@@ -65,7 +65,9 @@ func (d *detector) base64At(s string, at int) {
 			break
 		}
 	}
-	for to < len(s) && to+8 > len(s) && b64Table[s[to]] {
+	// The last partial block, if the run reached it (after a break, s[to]
+	// is not a run byte).
+	for to < len(s) && b64Table[s[to]] {
 		to++
 	}
 	if to-from >= minBase64Run {

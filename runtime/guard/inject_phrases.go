@@ -25,11 +25,9 @@ var pipeTokens = []struct {
 // <|assistant|> <|endoftext|> <|end|>; Llama <<SYS>> <</SYS>>
 // <|begin_of_text|> <|start_header_id|> <|end_header_id|> <|eot_id|>
 // (and [INST] [/INST], at '['); Gemma <start_of_turn> <end_of_turn>;
-// <mcp_tool_output and </mcp_tool_output.
+// <mcp_tool_output and </mcp_tool_output. s[i+1] exists: detectMask
+// marks no last byte.
 func (d *detector) angle(s string, i int) {
-	if i+1 >= len(s) {
-		return
-	}
 	switch lowerTable[s[i+1]] {
 	case '|':
 		for _, t := range pipeTokens {
@@ -177,7 +175,7 @@ func (d *detector) verb(s string, p int) {
 func ignorePhraseAt(after string) bool {
 	var seen uint8
 	words := 0
-	for i := 0; i < len(after) && words < 7; {
+	for i := 0; words < 7; { // at the end of after, no word is found
 		for i < len(after) && !isAlnum(after[i]) && after[i] != '\'' {
 			if after[i] == '.' || after[i] == '\n' || after[i] == ';' {
 				return false // the sentence ended

@@ -64,13 +64,13 @@ func NewRedactor(secrets []string) Redactor {
 	for _, v := range secrets {
 		add(v)
 		// As encoding/json writes it inside a string (quotes, backslashes,
-		// <, >, & and control characters escaped).
-		if b, err := json.Marshal(v); err == nil && len(b) >= 2 {
-			add(string(b[1 : len(b)-1]))
-			// As servers that escape every non-ASCII character write it
-			// (Python's json.dumps): the journal keeps their own bytes.
-			add(asciiEscaped(b[1 : len(b)-1]))
-		}
+		// <, >, & and control characters escaped; a string always
+		// marshals).
+		b, _ := json.Marshal(v)
+		add(string(b[1 : len(b)-1]))
+		// As servers that escape every non-ASCII character write it
+		// (Python's json.dumps): the journal keeps their own bytes.
+		add(asciiEscaped(b[1 : len(b)-1]))
 	}
 	// Longest first, so a secret containing another is replaced whole.
 	slices.SortFunc(s, func(a, b []byte) int { return len(b) - len(a) })
@@ -159,11 +159,8 @@ func (r Redactor) RedactString(s string) string {
 
 // asciiEscaped returns the JSON string body s with every non-ASCII
 // character written as \uXXXX (lower-case hex, UTF-16 surrogate pairs
-// past U+FFFF), or s itself when it is all ASCII.
+// past U+FFFF): s itself when it is all ASCII.
 func asciiEscaped(s []byte) string {
-	if !slices.ContainsFunc(s, func(c byte) bool { return c >= utf8.RuneSelf }) {
-		return string(s)
-	}
 	var out []byte
 	for _, r := range string(s) {
 		switch {
@@ -241,8 +238,13 @@ func containsFrom(b, s []byte, at int) bool {
 	if len(s) == 0 {
 		return true
 	}
+	if len(s) > len(b) {
+		return false
+	}
+	// q <= len(b) throughout (at < len(s) <= len(b)), and at len(b)
+	// IndexByte finds nothing.
 	c, misses := s[at], 0
-	for q := at; q < len(b); q++ {
+	for q := at; ; q++ {
 		j := bytes.IndexByte(b[q:], c)
 		if j < 0 {
 			return false
@@ -259,5 +261,4 @@ func containsFrom(b, s []byte, at int) bool {
 			return bytes.Contains(b[p+1:], s)
 		}
 	}
-	return false
 }

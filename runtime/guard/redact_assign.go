@@ -44,24 +44,22 @@ func assignedValue(b []byte, i int) (span, bool) {
 	if !secretKeyName(b[k:e]) {
 		return span{}, false
 	}
+	// A quoted value: end is -1 without a closing quote, a span valueSpan
+	// refuses as it does an empty one.
 	j := skipSpace(b, i+1)
 	switch {
 	case j < len(b) && (b[j] == '"' || b[j] == '\''):
-		if end := bytes.IndexByte(b[j+1:min(len(b), j+1+maxAssigned)], b[j]); end >= 0 {
-			return valueSpan(j+1, j+1+end)
-		}
-		return span{}, false
+		end := bytes.IndexByte(b[j+1:min(len(b), j+1+maxAssigned)], b[j])
+		return valueSpan(j+1, j+1+end)
 	case hasPrefixAt(b, j, `\"`):
-		if end := bytes.Index(b[j+2:min(len(b), j+2+maxAssigned)], []byte(`\"`)); end >= 0 {
-			return valueSpan(j+2, j+2+end)
-		}
-		return span{}, false
+		end := bytes.Index(b[j+2:min(len(b), j+2+maxAssigned)], []byte(`\"`))
+		return valueSpan(j+2, j+2+end)
 	}
 	// A cookie header (Cookie: a=1; sid=v, Set-Cookie: sid=v; Path=/):
 	// the rest of the line, every cookie in it.
 	if b[i] == ':' && isCookieName(b[k:e]) {
 		end := j
-		for end < len(b) && end-j < maxAssigned && !lineEndsAt(b, end) {
+		for end-j < maxAssigned && !lineEndsAt(b, end) { // the end of b ends the line
 			if b[end] == '\\' {
 				end++ // an escaped byte (\" inside JSON text)
 			}
@@ -82,7 +80,7 @@ func assignedValue(b []byte, i int) (span, bool) {
 		end++
 	}
 	v := b[j:end]
-	if len(v) == 0 || plainValue(v) {
+	if plainValue(v) {
 		return span{}, false
 	}
 	// After "name: ", only a value that ends its line (YAML), not one of
@@ -101,12 +99,12 @@ func isCookieName(name []byte) bool {
 	return n >= 6 && bytes.EqualFold(name[n-6:], []byte("cookie")) && (n == 6 || name[n-7] == '-')
 }
 
-// plainValue reports whether an unquoted value is a boolean, null or
-// number, or a variable reference (${GITHUB_TOKEN}, $API_KEY): a setting
-// or a name, not a secret (persist-credentials: false).
+// plainValue reports whether an unquoted value is empty, a boolean, null
+// or a number, or a variable reference (${GITHUB_TOKEN}, $API_KEY): a
+// setting or a name, not a secret (persist-credentials: false).
 func plainValue(v []byte) bool {
 	switch strings.ToLower(string(v)) {
-	case "true", "false", "null", "nil", "none", "yes", "no", "on", "off", "~":
+	case "", "true", "false", "null", "nil", "none", "yes", "no", "on", "off", "~":
 		return true
 	}
 	if varRef(v) {
@@ -117,7 +115,7 @@ func plainValue(v []byte) bool {
 			return false
 		}
 	}
-	return len(v) > 0
+	return true
 }
 
 // varRef reports whether v is a variable reference: ${name}, or $NAME as
@@ -257,9 +255,12 @@ func valueEnd(b []byte, start, k int) (span, bool) {
 	return span{}, false
 }
 
+// valueSpan returns the span of a value from from to to, if it holds
+// anything: an empty value hides nothing (nor does a span that ends
+// before it starts).
 func valueSpan(from, to int) (span, bool) {
 	if to-from < 1 {
-		return span{}, false // an empty value hides nothing
+		return span{}, false
 	}
 	return span{from, to}, true
 }

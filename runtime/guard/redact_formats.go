@@ -16,15 +16,11 @@ import (
 // and footer lines stay, so the journal shows what kind of key it was.
 func pemPrivateKey(b []byte, i int) (span, bool) {
 	head := i + len("BEGIN ")
-	end := bytes.Index(b[head:min(len(b), head+64)], []byte("-----"))
-	if end < 0 {
+	label, _, ok := bytes.Cut(b[head:min(len(b), head+64)], []byte("-----"))
+	if !ok || !bytes.HasSuffix(label, []byte("PRIVATE KEY")) && !bytes.HasSuffix(label, []byte("PRIVATE KEY BLOCK")) {
 		return span{}, false
 	}
-	label := b[head : head+end]
-	if !bytes.HasSuffix(label, []byte("PRIVATE KEY")) && !bytes.HasSuffix(label, []byte("PRIVATE KEY BLOCK")) {
-		return span{}, false
-	}
-	body := head + end + len("-----")
+	body := head + len(label) + len("-----")
 	stop := min(len(b), body+maxPEM)
 	if e := bytes.Index(b[body:stop], []byte("-----END")); e >= 0 {
 		stop = body + e
@@ -86,11 +82,14 @@ func secretValue(b []byte, i int) (span, bool) {
 	// The key: a short run of name characters, closed by the same quote.
 	j := i + 1
 	rare := false // the key holds a letter of secretKeyLetter
-	for j < len(b) && j-i <= 64 && keyByte[b[j]] {
+	for j < len(b) && j-i < 64 && keyByte[b[j]] {
 		rare = rare || secretKeyLetter[b[j]]
 		j++
 	}
-	if j == i+1 || j >= len(b) || j-i > 64 || !rare { // !rare: see secretKeyName
+	// !rare: no secret word (see secretKeyName), nor an empty key. A key
+	// that runs to the end of b, or longer than 63 bytes (the loop stops
+	// on a key byte), has no closing quote for valueStart.
+	if !rare {
 		return span{}, false
 	}
 	for k := quoteDepth(b, i); k >= 0; k = shallower(k) {

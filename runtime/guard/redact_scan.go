@@ -175,7 +175,7 @@ func redactAt(b []byte, i int) (span, bool) {
 	case clsA:
 		if boundaryBefore(b, i) && (hasPrefixAt(b, i, "AKIA") || hasPrefixAt(b, i, "ASIA")) {
 			j := i + 4
-			for j < n && j-i < 20 && (b[j] >= 'A' && b[j] <= 'Z' || b[j] >= '0' && b[j] <= '9') {
+			for j < n && (b[j] >= 'A' && b[j] <= 'Z' || b[j] >= '0' && b[j] <= '9') {
 				j++
 			}
 			if j-i == 20 && (j == n || !isAlnum(b[j])) {
@@ -186,8 +186,8 @@ func redactAt(b []byte, i int) (span, bool) {
 		if boundaryBefore(b, i) && hasPrefixAt(b, i, "eyJ") {
 			return jwt(b, i)
 		}
-	case clsColon:
-		if i+1 < len(b) && b[i+1] == '/' {
+	case clsColon: // b[i+1] exists: redactMask marks no last byte
+		if b[i+1] == '/' {
 			return urlPassword(b, i)
 		}
 		return assignedValue(b, i)

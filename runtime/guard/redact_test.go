@@ -6,6 +6,34 @@ import (
 	"testing"
 )
 
+// marked expands «v» in want to the marker that replaces v.
+func marked(want string) string {
+	var sb strings.Builder
+	for {
+		before, rest, ok := strings.Cut(want, "«")
+		sb.WriteString(before)
+		if !ok {
+			return sb.String()
+		}
+		v, after, _ := strings.Cut(rest, "»")
+		sb.Write(redactMarker([]byte(v)))
+		want = after
+	}
+}
+
+// checkRedacted checks Redact, and the reference scan, on in against
+// want (with «v» for a redacted v).
+func checkRedacted(t *testing.T, in, want string) {
+	t.Helper()
+	want = marked(want)
+	if got := string(NewRedactor(nil).Redact([]byte(in))); got != want {
+		t.Errorf("Redact(%.200q)\n got %.200q\nwant %.200q", in, got, want)
+	}
+	if got := string(refRedact(Redactor{}, []byte(in))); got != want {
+		t.Errorf("reference redact(%.200q)\n got %.200q\nwant %.200q", in, got, want)
+	}
+}
+
 func TestRedactorSecrets(t *testing.T) {
 	env := []string{"GITHUB_TOKEN=ghp_abcdef123456", "LOG_LEVEL=production", "OPAQUE=a1b2c3d4e5f6g7h8i9", "N=1"}
 	headers := map[string]string{"Authorization": "Bearer tok-live-99887766"}

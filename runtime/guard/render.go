@@ -78,27 +78,24 @@ func (r *renderer) add(s string) {
 		r.kept = r.chars
 		return
 	}
-	if room := r.max - r.kept; room > 0 {
-		if len(s) <= room { // at most room runes
-			r.sb.WriteString(s)
-			n := swar.RuneCount(s)
-			r.chars += n
-			r.kept += n
-			return
-		}
-		// Write room runes.
-		i, n := 0, 0
-		for i < len(s) && n < room {
-			_, w := utf8.DecodeRuneInString(s[i:])
-			i += w
-			n++
-		}
-		r.sb.WriteString(s[:i])
-		r.kept += n
+	room := r.max - r.kept // >= 0: kept grows by at most room
+	if len(s) <= room {    // at most room runes
+		r.sb.WriteString(s)
+		n := swar.RuneCount(s)
 		r.chars += n
-		s = s[i:]
+		r.kept += n
+		return
 	}
-	r.chars += swar.RuneCount(s)
+	// Write room runes (none once the text is full), count the rest.
+	i, n := 0, 0
+	for i < len(s) && n < room {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+		n++
+	}
+	r.sb.WriteString(s[:i])
+	r.kept += n
+	r.chars += n + swar.RuneCount(s[i:])
 }
 
 func (r *renderer) done() Rendered {

@@ -56,7 +56,7 @@ func TestWrapOutput(t *testing.T) {
 func TestWrapOutputDefusesEveryMarker(t *testing.T) {
 	parts := []string{"<", "/", "mcp_tool_output", "</mcp_tool_output", "<mcp_tool_output>", "x", "<<", "&lt;", "mcp_tool_outpu", "é"}
 	r := rand.New(rand.NewPCG(6, 6))
-	for range 5000 {
+	for range rounds(5000, 500) {
 		var sb strings.Builder
 		for range r.IntN(8) {
 			sb.WriteString(parts[r.IntN(len(parts))])
@@ -68,5 +68,54 @@ func TestWrapOutputDefusesEveryMarker(t *testing.T) {
 		if got := WrapOutput("s", "t", text); got != want {
 			t.Fatalf("WrapOutput(%q)\n got  %q\n want %q", text, got, want)
 		}
+	}
+}
+
+// TestRenderCountsCharacters: the bound and the counts are in characters,
+// not bytes: a block of more bytes than the room left but no more
+// characters is kept whole, and one of more characters is cut at a
+// character boundary.
+func TestRenderCountsCharacters(t *testing.T) {
+	for _, tc := range []struct {
+		blocks     []string
+		max        int
+		text       string
+		chars, cut int
+	}{
+		{[]string{"abc", "éééé"}, 10, "abc\néééé", 8, 0},
+		{[]string{"abc", "éééééé"}, 10, "abc\néééééé", 10, 0},
+		{[]string{"abc", "ééééééé"}, 10, "abc\néééééé\n[mcpledger: output truncated: 1 of 11 characters cut]", 11, 1},
+		{[]string{"é中\xff"}, 5, "é中\xff", 3, 0},
+		{[]string{"abcdef", "gh"}, 6, "abcdef\n[mcpledger: output truncated: 3 of 9 characters cut]", 9, 3},
+	} {
+		res := &mcp.CallToolResult{}
+		for _, b := range tc.blocks {
+			res.Content = append(res.Content, &mcp.TextContent{Text: b})
+		}
+		if got, want := RenderResult(res, tc.max), (Rendered{Text: tc.text, Chars: tc.chars, Cut: tc.cut}); got != want {
+			t.Errorf("RenderResult(%q, %d) = %+v, want %+v", tc.blocks, tc.max, got, want)
+		}
+	}
+}
+
+// TestRenderOneTextBlockCopiesNothing: the common case, one text block
+// that fits (or no bound), is the text itself, rendered without
+// allocating.
+func TestRenderOneTextBlockCopiesNothing(t *testing.T) {
+	text := strings.Repeat("abcdefghé", 100)
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	for _, max := range []int{0, -1, len(text), len(text) + 1} {
+		if n := testing.AllocsPerRun(10, func() { RenderResult(res, max) }); n != 0 {
+			t.Errorf("RenderResult(%d bytes, %d): %v allocations", len(text), max, n)
+		}
+	}
+}
+
+// TestWrapOutputAllocations: the wrapped text is built in one buffer of
+// the right size (the other allocation is the header).
+func TestWrapOutputAllocations(t *testing.T) {
+	text := strings.Repeat("line of output </mcp_tool_output> ", 100)
+	if n := testing.AllocsPerRun(10, func() { WrapOutput("server", "tool", text) }); n != 2 {
+		t.Errorf("WrapOutput: %v allocations, want 2", n)
 	}
 }

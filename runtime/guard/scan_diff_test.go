@@ -20,6 +20,16 @@ import (
 // implementations they replaced (redact_ref_test.go) and against their
 // byte-at-a-time meaning.
 
+// rounds is the number of random rounds of a differential test: full
+// normally, short under -short (the mutation runs), where the targeted
+// boundary tests do the rest.
+func rounds(full, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return full
+}
+
 // TestB64Mask: b64Mask flags exactly the base64 bytes, at every position
 // among any neighbours.
 func TestB64Mask(t *testing.T) {
@@ -39,7 +49,7 @@ func TestB64Mask(t *testing.T) {
 			}
 		}
 	}
-	for range 100000 {
+	for range rounds(100000, 10000) {
 		check(r.Uint64())
 		// Mostly base64 bytes.
 		x := uint64(0x6161616161616161) &^ (0xff << (8 * r.IntN(8)))
@@ -139,10 +149,7 @@ func checkRedact(t *testing.T, in string) {
 // generated inputs, on the 1 MiB input of BenchmarkRedact and on the
 // real outputs of testdata/outputs with fragments spliced in.
 func TestRedactDifferential(t *testing.T) {
-	n := 30000
-	if testing.Short() {
-		n = 3000
-	}
+	n := rounds(30000, 300)
 	r := rand.New(rand.NewPCG(6, 51))
 	changed := 0
 	for range n {
@@ -161,7 +168,7 @@ func TestRedactDifferential(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for k := range 20 {
+		for k := range rounds(20, 2) {
 			m := string(b)
 			for range k {
 				at := r.IntN(len(m) + 1)
@@ -177,7 +184,7 @@ func TestRedactDifferential(t *testing.T) {
 // including when the anchor byte is common and it hands over.
 func TestContainsFrom(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for range 20000 {
+	for range rounds(20000, 2000) {
 		alpha := "ab-"[:1+r.IntN(3)]
 		gen := func(n int) []byte {
 			b := make([]byte, n)
@@ -195,6 +202,49 @@ func TestContainsFrom(t *testing.T) {
 		for _, at := range []int{0, len(s) - 1, anchorOf(s)} {
 			if got, want := containsFrom(b, s, at), bytes.Contains(b, s); got != want {
 				t.Fatalf("containsFrom(%q, %q, %d) = %v", b, s, at, got)
+			}
+		}
+	}
+}
+
+// TestContainsFromEdges: a secret as long as the text, at its very end,
+// and a text one byte shorter than the secret.
+func TestContainsFromEdges(t *testing.T) {
+	s := []byte("tok-1234")
+	for _, tc := range []struct {
+		b    string
+		want bool
+	}{
+		{"tok-1234", true}, {"xx tok-1234", true}, {"tok-123", false}, {"ok-1234", false}, {"", false},
+	} {
+		for at := range s {
+			if got := containsFrom([]byte(tc.b), s, at); got != tc.want {
+				t.Errorf("containsFrom(%q, %q, %d) = %v", tc.b, s, at, got)
+			}
+		}
+	}
+}
+
+// TestAnchorOf: the anchor is the last of the rarest bytes of a secret
+// (byteRarity), the one containsFrom looks for: no byte is rarer, and
+// none after it as rare.
+func TestAnchorOf(t *testing.T) {
+	for s, want := range map[string]int{"abQcdQe": 5, "tok-1234": 2, "é-ok": 1, "aaaaaa": 5, "Bearer zzz-999": 9} {
+		if got := anchorOf([]byte(s)); got != want {
+			t.Errorf("anchorOf(%q) = %d, want %d", s, got, want)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	const alphabet = "aeQZ09-_\xc3\xa9\x00 $"
+	for range rounds(2000, 200) {
+		s := make([]byte, 1+r.IntN(12))
+		for i := range s {
+			s[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		at := anchorOf(s)
+		for i, c := range s {
+			if byteRarity[c] < byteRarity[s[at]] || i > at && byteRarity[c] == byteRarity[s[at]] {
+				t.Fatalf("anchorOf(%q) = %d, but byte %d is as rare or rarer", s, at, i)
 			}
 		}
 	}
@@ -223,7 +273,7 @@ func TestSecretKeyNameDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 53))
 	parts := append(append([]string{"x", "api", "key", "my", "to", "ken", "pass", "data", "_", "-", ".", "$", "@", "9"},
 		secretKeyWords...), secretKeyNotWords...)
-	for range 50000 {
+	for range rounds(50000, 5000) {
 		var k []byte
 		for range 1 + r.IntN(5) {
 			p := parts[r.IntN(len(parts))]

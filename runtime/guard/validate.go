@@ -138,11 +138,10 @@ func pointerToField(ptr string) string {
 				i++
 			}
 		case "items", "prefixItems", "additionalItems":
+			// An item's index after it is skipped as every part that
+			// is not one of these keywords is.
 			if len(out) > 0 {
 				out[len(out)-1] += "[]"
-			}
-			if i+1 < len(parts) && parts[i+1] != "" && parts[i+1][0] >= '0' && parts[i+1][0] <= '9' {
-				i++
 			}
 		}
 	}

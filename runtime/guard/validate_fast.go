@@ -209,8 +209,8 @@ func (q *quickSchema) accepts(v any) bool {
 		}
 	case string:
 		if q.minLength >= 0 || q.maxLength >= 0 {
-			n := utf8.RuneCountInString(v)
-			if q.minLength >= 0 && n < q.minLength || q.maxLength >= 0 && n > q.maxLength {
+			n := utf8.RuneCountInString(v) // an absent minLength is -1
+			if n < q.minLength || q.maxLength >= 0 && n > q.maxLength {
 				return false
 			}
 		}
@@ -230,7 +230,7 @@ func (q *quickSchema) accepts(v any) bool {
 			}
 		}
 	case []any:
-		if q.minItems >= 0 && len(v) < q.minItems || q.maxItems >= 0 && len(v) > q.maxItems {
+		if len(v) < q.minItems || q.maxItems >= 0 && len(v) > q.maxItems { // an absent minItems is -1
 			return false
 		}
 		if q.items != nil {

@@ -103,7 +103,7 @@ func (g quickGen) value(depth int) any {
 func TestQuickSchemaAgrees(t *testing.T) {
 	g := quickGen{rand.New(rand.NewPCG(5, 6))}
 	valid, checked := 0, 0
-	for range 3000 {
+	for range rounds(3000, 100) {
 		sb, _ := json.Marshal(g.schema(0))
 		q := compileQuick(string(sb))
 		if q == nil {
@@ -220,4 +220,58 @@ func FuzzQuickSchema(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestQuickSchemaBounds: each bound of the quick check at its limit and
+// one step past it, as jsonschema-go decides: minimum and maximum are
+// inclusive, the exclusive ones not, lengths count characters, and an
+// absent bound bounds nothing.
+func TestQuickSchemaBounds(t *testing.T) {
+	for _, tc := range []struct {
+		schema string
+		values map[string]bool // argument JSON: valid
+	}{
+		{`{"minimum":1}`, map[string]bool{`1`: true, `0.5`: false}},
+		{`{"maximum":1}`, map[string]bool{`1`: true, `1.5`: false}},
+		{`{"exclusiveMinimum":1}`, map[string]bool{`1`: false, `1.5`: true}},
+		{`{"exclusiveMaximum":1}`, map[string]bool{`1`: false, `0.5`: true}},
+		{`{"minLength":2}`, map[string]bool{`"éé"`: true, `"é"`: false}},
+		{`{"maxLength":2}`, map[string]bool{`"éé"`: true, `"ééé"`: false}},
+		{`{"minItems":2}`, map[string]bool{`[1,2]`: true, `[1]`: false}},
+		{`{"maxItems":2}`, map[string]bool{`[1,2]`: true, `[1,2,3]`: false}},
+		{`{"maxLength":0,"maxItems":0}`, map[string]bool{`""`: true, `"a"`: false, `[]`: true, `[1]`: false}},
+		{`{"type":["string","array"]}`, map[string]bool{`""`: true, `"a long string"`: true, `[]`: true, `[1,2,3]`: true, `1`: false}},
+		{`{"type":"integer"}`, map[string]bool{`2`: true, `2.5`: false}},
+	} {
+		q := compileQuick(tc.schema)
+		if q == nil {
+			t.Fatalf("%s: no quick form", tc.schema)
+		}
+		var s jsonschema.Schema
+		if err := json.Unmarshal([]byte(tc.schema), &s); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.Resolve(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for arg, want := range tc.values {
+			var v any
+			if err := json.Unmarshal([]byte(arg), &v); err != nil {
+				t.Fatal(err)
+			}
+			if got := q.accepts(v); got != want {
+				t.Errorf("%s, %s: quick accepts=%v, want %v", tc.schema, arg, got, want)
+			}
+			if got := rs.Validate(v) == nil; got != want {
+				t.Errorf("%s, %s: jsonschema-go accepts=%v, want %v", tc.schema, arg, got, want)
+			}
+		}
+	}
+	// Lengths are int32: a larger bound is left to jsonschema-go.
+	for s, quick := range map[string]bool{`{"maxLength":2147483647}`: true, `{"maxLength":2147483648}`: false, `{"minItems":0}`: true} {
+		if got := compileQuick(s) != nil; got != quick {
+			t.Errorf("%s: quick form %v, want %v", s, got, quick)
+		}
+	}
 }
