@@ -262,7 +262,7 @@ func TestDetectInjectionDifferential(t *testing.T) {
 // FuzzDetectInjectionDifferential: the detector and the reference agree
 // on every input.
 //
-//	go test ./runtime -run '^$' -fuzz FuzzDetectInjectionDifferential -fuzztime 60s
+//	go test ./runtime/guard -run '^$' -fuzz FuzzDetectInjectionDifferential -fuzztime 60s
 func FuzzDetectInjectionDifferential(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "outputs", "inj_*"))
 	for _, file := range files {
