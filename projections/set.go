@@ -32,3 +32,11 @@ func (s *Set) Apply(e events.Event) {
 	s.Status.Apply(e)
 	s.Approvals.Apply(e)
 }
+
+// NewSetFrom returns projections that continue h: they share h's tool
+// cache and approvals (so h must not be applied to any more), with the
+// per-session Status and Catalog empty, as they are before a new session
+// starts.
+func NewSetFrom(h *History) *Set {
+	return &Set{Status: NewStatus(), Cache: h.Cache, Catalog: NewCatalog(h.Cache), Approvals: h.Approvals}
+}

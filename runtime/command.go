@@ -113,6 +113,11 @@ func (m *Manager) Shutdown(by string) error {
 		}
 		m.wg.Wait()
 		m.reaper.close() // every group has been ended: it exits with nothing to kill
+		if m.started.Load() && m.closeErr == nil && m.journalErr.Load() == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			m.saveCheckpoint(ctx)
+			cancel()
+		}
 	})
 	return m.closeErr
 }

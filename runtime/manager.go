@@ -93,12 +93,6 @@ type Manager struct {
 	reaper *reaper
 }
 
-// history is what earlier sessions in the journal tell a new one.
-type history struct {
-	launches map[string][]int64 // server → launch times (unix ns)
-	previous string             // an earlier session that never stopped
-}
-
 // request is one input for the loop: an event to decide and journal, and
 // whoever waits for it.
 type request struct {
@@ -317,86 +311,6 @@ func hasDeferred(v *View, server string) bool {
 		}
 	}
 	return false
-}
-
-// loadHistory folds the journal's earlier sessions into the projections
-// (tool cache, approvals) and collects what the decider needs from them:
-// recent launches per server for the storm breaker, and a previous session
-// that never recorded session.stopped.
-func (m *Manager) loadHistory(ctx context.Context) error {
-	h := history{launches: map[string][]int64{}}
-	window := fsm.WithDefaults(m.opts.Decider).StormWindowMs * 1e6
-	now := m.opts.Now().UnixNano()
-	var last uuid.UUID
-	var lastState fsm.State // the last session, folded, in case it must be closed
-	var lastSeq uint64
-	pgids := map[string]int{} // the last session's live process groups by server
-	stopped := map[uuid.UUID]bool{}
-	err := m.j.ReadAll(ctx, 0, func(e events.Event) error {
-		m.set.Apply(e)
-		if e.Session != last {
-			last, lastState, pgids = e.Session, fsm.State{}, map[string]int{}
-		}
-		lastState, lastSeq = fsm.Evolve(lastState, e), e.Seq
-		switch p := e.Payload.(type) {
-		case *events.ProcessSpawned:
-			pgids[e.Server] = p.PGID
-		case *events.ProcessExited:
-			delete(pgids, e.Server)
-		case *events.ServerTransitioned:
-			if p.To == events.StateLaunching && now-e.Time < window && e.Time <= now {
-				h.launches[e.Server] = append(h.launches[e.Server], e.Time)
-			}
-		case *events.SessionStopped:
-			stopped[e.Session] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if last != uuid.Nil && !stopped[last] {
-		h.previous = last.String()
-		if err := m.closeInterrupted(ctx, last, lastState, lastSeq, pgids, now); err != nil {
-			return fmt.Errorf("close interrupted session %s: %w", last, err)
-		}
-	}
-	m.history = h
-	return nil
-}
-
-// closeInterrupted records that session sid ended without stopping (its
-// mcpledger was killed): it appends to that session a stop.requested with
-// reason interrupted and the decisions the decider makes for it, so the
-// session reads as ended and still replays. Process groups of that session
-// whose leader is gone but whose members survived are killed; a group whose
-// leader pid exists is left alone (the pid may have been reused).
-func (m *Manager) closeInterrupted(ctx context.Context, sid uuid.UUID, st fsm.State, lastSeq uint64, pgids map[string]int, now int64) error {
-	for _, pgid := range pgids {
-		if pgid > 0 {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pgid)); os.IsNotExist(err) {
-				_ = killGroup(pgid)
-			}
-		}
-	}
-	in := events.Event{Session: sid, Seq: lastSeq + 1, Time: now, Kind: events.KindStopRequested, ID: events.NewID(),
-		Payload: &events.StopRequested{Reason: events.ReasonInterrupted, By: "the next session, " + m.sid.String()}}
-	decs, err := fsm.Decide(st, in)
-	if err != nil {
-		return err
-	}
-	out := []events.Event{in}
-	for _, d := range decs {
-		d.Seq, d.ID = lastSeq+uint64(len(out))+1, events.NewID()
-		out = append(out, d)
-	}
-	if err := m.j.Append(ctx, sid, out); err != nil {
-		return err
-	}
-	for _, e := range out {
-		m.set.Apply(e)
-	}
-	return nil
 }
 
 // observeConfig loads the config and submits it as a config.observed

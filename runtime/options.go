@@ -131,6 +131,11 @@ type Options struct {
 	// Retry sets how tools/list and ping retry on retriable transport
 	// errors (zero fields take the defaults).
 	Retry RetryOptions
+	// CheckpointEvery is how many events may follow the journal's newest
+	// checkpoint before the Manager saves another, at Start or Close,
+	// when the journal keeps checkpoints ([CheckpointJournal]). 0 means
+	// [CheckpointEvery]; negative, never.
+	CheckpointEvery int
 
 	// NewClient builds the MCP client of each server connection from the
 	// options the Manager sets (nil: mcp.NewClient). A front end such as
@@ -158,6 +163,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Config == nil {
 		o.Config = func() config.Reading { return config.Reading{} }
+	}
+	if o.CheckpointEvery == 0 {
+		o.CheckpointEvery = CheckpointEvery
 	}
 	if o.StartupGate <= 0 {
 		o.StartupGate = 250 * time.Millisecond

@@ -100,6 +100,10 @@ type Journal struct {
 	// commitN counts committed write transactions (for benchmarks).
 	commitN atomic.Uint64
 
+	// pendingCP is the checkpoint SaveCheckpoint handed over, until a
+	// commit (or Close) writes it.
+	pendingCP atomic.Pointer[Checkpoint]
+
 	// txMu is held by whoever runs a write transaction: the writer
 	// goroutine, or an appender committing its own append (direct). It
 	// guards everything below.
@@ -273,6 +277,7 @@ const (
 	logKeyRequests = "requests"
 	logKeyRecords  = "records"
 	logKeyError    = "err"
+	logKeyGPos     = "gpos"
 )
 
 // initMeta checks the meta bucket and, on a new writable file, creates it
@@ -341,6 +346,7 @@ func (j *Journal) Close() error {
 		j.closed = true
 		j.mu.Unlock()
 		<-j.writerDone
+		_ = j.flushCheckpoint() // logged; a lost checkpoint loses nothing
 		for {
 			select {
 			case r := <-j.reqs:

@@ -219,6 +219,7 @@ func (j *Journal) run(batch []*request, queued bool) {
 // events stored.
 func (j *Journal) commit(st *stager, w *txWriter, batch []*request, results []staged, errs []error) (int, error) {
 	stored := 0
+	var cp *Checkpoint // the checkpoint this commit took
 	err := j.update(func(tx *bolt.Tx) error {
 		st.arena = st.arena[:0]
 		stored = 0
@@ -248,10 +249,17 @@ func (j *Journal) commit(st *stager, w *txWriter, batch []*request, results []st
 		if err := w.flush(st); err != nil {
 			return err
 		}
+		var err error
+		if cp, err = j.putCheckpoint(tx, gpos); err != nil {
+			return err
+		}
 		return w.log.SetSequence(gpos)
 	})
 	w.end(err == nil)
 	if err != nil {
+		if cp != nil {
+			j.pendingCP.CompareAndSwap(nil, cp) // for the next commit
+		}
 		// bbolt may fail a commit whose pages reached the file (a failed
 		// fsync after the meta page was written), so what the writer
 		// remembers is rebuilt from the file.

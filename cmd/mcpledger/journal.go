@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/store"
@@ -20,7 +21,7 @@ import (
 // before its first event.
 type storeJournal struct{ j *store.Journal }
 
-var _ runtime.Journal = storeJournal{}
+var _ runtime.CheckpointJournal = storeJournal{}
 
 func (s storeJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Event) error {
 	_, err := s.j.Append(ctx, sid, store.Exact(evs[0].Seq-1), evs)
@@ -34,6 +35,19 @@ func (s storeJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(contex
 
 func (s storeJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
 	return s.j.ReadAll(ctx, from, fn)
+}
+
+func (s storeJournal) Checkpoints(ctx context.Context) ([]projections.Stored, error) {
+	cps, err := s.j.Checkpoints(ctx)
+	out := make([]projections.Stored, len(cps))
+	for i, cp := range cps {
+		out[i] = projections.Stored{GPos: cp.GPos, Data: cp.Data, Err: cp.Err}
+	}
+	return out, err
+}
+
+func (s storeJournal) SaveCheckpoint(gpos uint64, data []byte) error {
+	return s.j.SaveCheckpoint(gpos, data)
 }
 
 // openWritable opens (creating if needed) the journal for a supervising

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -32,6 +33,21 @@ func (s StoreJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(contex
 // ReadAll reads every event from global position from.
 func (s StoreJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
 	return s.J.ReadAll(ctx, from, fn)
+}
+
+// Checkpoints returns the journal's checkpoints.
+func (s StoreJournal) Checkpoints(ctx context.Context) ([]projections.Stored, error) {
+	cps, err := s.J.Checkpoints(ctx)
+	out := make([]projections.Stored, len(cps))
+	for i, cp := range cps {
+		out[i] = projections.Stored{GPos: cp.GPos, Data: cp.Data, Err: cp.Err}
+	}
+	return out, err
+}
+
+// SaveCheckpoint hands a checkpoint to the journal.
+func (s StoreJournal) SaveCheckpoint(gpos uint64, data []byte) error {
+	return s.J.SaveCheckpoint(gpos, data)
 }
 
 // OpenJournal opens a new journal in a temporary directory, closed when

@@ -1,0 +1,235 @@
+package projections
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// historyJournal is three sessions: the first approves and lists tools,
+// launches a server twice and stops; the second interleaves with the
+// third, changes the config (a new fingerprint, a new request) and never
+// stops; the third stops.
+func historyJournal() []events.Event {
+	web := stdio("web")
+	web2 := stdio("web", "--port", "9")
+	j := newJournal()
+	s1 := j.session(1)
+	s1.start()
+	s1.config(web, stdio("git"))
+	s1.out("web", &events.ApprovalRequested{Workspace: "/ws", Hash: web.Hash, Scope: events.ScopeProject})
+	s1.in("web", &events.ApprovalDecided{Workspace: "/ws", Decision: events.DecisionApprove, Hash: web.Hash, By: "alice",
+		Scope: events.ScopeProject, Config: &web})
+	s1.connect("web", events.StateConfiguring, 1, 100, toolList("search", "fetch"))
+	s1.out("web", &events.ToolsPinned{Workspace: "/ws", Hash: web.Hash, Tools: []events.KV{{Key: "search", Value: "sha256:aa"}}})
+	s1.tr("web", events.StateReady, events.StateReconnecting, events.ReasonNone, 1, errExit(1))
+	s1.connect("web", events.StateReconnecting, 2, 101, toolList("search"))
+	s1.connect("git", events.StateConfiguring, 1, 102, toolList("log"))
+	s1.out("", &events.SessionStopped{Reason: events.ReasonShutdown})
+
+	s2, s3 := j.session(2), j.session(3)
+	s2.start()
+	s3.start()
+	s2.config(web2)
+	s3.config(stdio("git"))
+	s2.out("web", &events.ApprovalRequested{Workspace: "/ws", Hash: web2.Hash, Previous: web.Hash, Changed: []string{"args"}})
+	s3.connect("git", events.StateConfiguring, 1, 200, toolList("log", "blame"))
+	s2.tr("web", events.StateConfiguring, events.StateLaunching, "", 1, nil)
+	s3.out("", &events.SessionStopped{Reason: events.ReasonShutdown})
+	s2.in("web", &events.ToolsListed{Attempt: 1, Trigger: "initial", Tools: toolList("search", "crawl")})
+	return j.evs
+}
+
+func foldHistory(evs []events.Event) *History {
+	h := NewHistory()
+	for _, e := range evs {
+		h.Apply(e)
+	}
+	return h
+}
+
+// TestHistoryResumesExactly: a History decoded from the checkpoint of any
+// prefix of the journal, then fed the rest, is the History of the whole
+// journal: same encoding, same approvals, cache, sessions and launches.
+func TestHistoryResumesExactly(t *testing.T) {
+	evs := historyJournal()
+	whole := foldHistory(evs)
+	want := whole.Encode()
+	for k := 0; k <= len(evs); k++ {
+		h, err := DecodeHistory(foldHistory(evs[:k]).Encode())
+		if err != nil {
+			t.Fatalf("k=%d: %v", k, err)
+		}
+		for _, e := range evs[k:] {
+			h.Apply(e)
+		}
+		if got := h.Encode(); !bytes.Equal(got, want) {
+			t.Fatalf("k=%d: resumed history differs:\n got %s\nwant %s", k, got, want)
+		}
+		if !reflect.DeepEqual(h.Approvals.List(), whole.Approvals.List()) || !reflect.DeepEqual(h.Approvals.Pending(), whole.Approvals.Pending()) {
+			t.Fatalf("k=%d: approvals differ", k)
+		}
+		if !reflect.DeepEqual(h.Cache.Entries(), whole.Cache.Entries()) {
+			t.Fatalf("k=%d: cache differs", k)
+		}
+		if !reflect.DeepEqual(h.Sessions(), whole.Sessions()) || !reflect.DeepEqual(h.Launches("web"), whole.Launches("web")) {
+			t.Fatalf("k=%d: sessions or launches differ", k)
+		}
+		// The catalog a new session builds on the resumed cache serves the
+		// same deferred tools.
+		fp := events.Fingerprint(ptr(stdio("web", "--port", "9")))
+		a, _ := h.Cache.Get("web", fp)
+		b, _ := whole.Cache.Get("web", fp)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("k=%d: cached tools differ: %v vs %v", k, a, b)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestHistoryFold(t *testing.T) {
+	h := foldHistory(historyJournal())
+	ss := h.Sessions()
+	if len(ss) != 3 {
+		t.Fatalf("Sessions = %+v, want 3", ss)
+	}
+	if s := ss[0]; !s.Stopped || s.Reason != events.ReasonShutdown || !slices.Equal(s.Servers, []string{"git", "web"}) || s.FirstGPos != 1 {
+		t.Errorf("session 1 = %+v", s)
+	}
+	if s := ss[1]; s.Stopped || !slices.Equal(s.Servers, []string{"web"}) {
+		t.Errorf("session 2 = %+v, want not stopped, web", s)
+	}
+	if last, ok := h.Last(); !ok || last.Session != ss[2].Session || !last.Stopped {
+		t.Errorf("Last = %+v (the session whose first event came last)", last)
+	}
+	if got := h.Launches("web"); len(got) != 3 {
+		t.Errorf("Launches(web) = %v, want 3 (two in session 1, one in session 2)", got)
+	}
+	if s, ok := h.Session(ss[1].Session2()); !ok || s.Session != ss[1].Session {
+		t.Errorf("Session(%s) = %+v, %v", ss[1].Session, s, ok)
+	}
+	if _, ok := NewHistory().Last(); ok {
+		t.Error("an empty History has a last session")
+	}
+	if d, ok := h.Approvals.Lookup("/ws", "web"); !ok || len(d.ToolHashes) != 1 {
+		t.Errorf("approval = %+v, %v: want the pinned tools", d, ok)
+	}
+	if p := h.Approvals.Pending(); len(p) != 1 || p[0].Previous == "" {
+		t.Errorf("pending = %+v, want session 2's request", p)
+	}
+}
+
+func (s SessionSummary) Session2() [16]byte {
+	k, err := parseSessionKey(s.Session)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+func TestHistoryKeepsLatestLaunches(t *testing.T) {
+	j := newJournal()
+	s := j.session(1)
+	s.start()
+	for i := range MaxLaunches + 5 {
+		s.tr("web", events.StateReconnecting, events.StateLaunching, "", i+1, nil)
+		s.in("web", &events.ProcessSpawned{Attempt: i + 1, PID: 10})
+	}
+	h := foldHistory(j.evs)
+	got := h.Launches("web")
+	if len(got) != MaxLaunches {
+		t.Fatalf("kept %d launches, want %d", len(got), MaxLaunches)
+	}
+	if got[0] != j.evs[1+2*5].Time || got[len(got)-1] != j.evs[len(j.evs)-2].Time {
+		t.Errorf("kept %d..%d, want the newest %d", got[0], got[len(got)-1], MaxLaunches)
+	}
+}
+
+func TestDecodeHistoryRefuses(t *testing.T) {
+	good := foldHistory(historyJournal()).Encode()
+	var doc map[string]any
+	if err := json.Unmarshal(good, &doc); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(map[string]any)) []byte {
+		var d map[string]any
+		_ = json.Unmarshal(good, &d)
+		f(d)
+		b, _ := json.Marshal(d)
+		return b
+	}
+	sessions := doc["sessions"].([]any)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"not JSON", []byte("{"), ErrHistoryEncoding},
+		{"empty", nil, ErrHistoryEncoding},
+		{"other version", edit(func(d map[string]any) { d["version"] = HistoryVersion + 1 }), ErrHistoryVersion},
+		{"no version", edit(func(d map[string]any) { delete(d, "version") }), ErrHistoryVersion},
+		{"unknown field", edit(func(d map[string]any) { d["extra"] = 1 }), ErrHistoryEncoding},
+		{"bad session id", edit(func(d map[string]any) { d["sessions"] = []any{map[string]any{"session": "nope"}} }), ErrHistoryEncoding},
+		{"upper-case session id", edit(func(d map[string]any) {
+			d["sessions"] = []any{map[string]any{"session": "0A0A0A0A-0A0A-0A0A-0A0A-0A0A0A0A0A0A"}}
+		}), ErrHistoryEncoding},
+		{"session twice", edit(func(d map[string]any) { d["sessions"] = []any{sessions[0], sessions[0]} }), ErrHistoryEncoding},
+		{"bad cache session", edit(func(d map[string]any) {
+			d["cache"].([]any)[0].(map[string]any)["session"] = "x"
+		}), ErrHistoryEncoding},
+		{"bad config session", edit(func(d map[string]any) {
+			d["configs"].([]any)[0].(map[string]any)["session"] = "x"
+		}), ErrHistoryEncoding},
+	} {
+		if _, err := DecodeHistory(c.b); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+// TestResume: the newest usable checkpoint below the bound wins; damaged,
+// other-version and malformed ones are passed over and reported.
+func TestResume(t *testing.T) {
+	evs := historyJournal()
+	at := func(k int) Stored { return Stored{GPos: uint64(k), Data: foldHistory(evs[:k]).Encode()} }
+	damaged := Stored{GPos: 20, Err: errors.New("damaged")}
+	wrongPos := at(15)
+	wrongPos.GPos = 16
+	other := Stored{GPos: 18, Data: []byte(`{"version":999}`)}
+	cps := []Stored{at(5), at(10), wrongPos, other, damaged}
+
+	h, skipped := Resume(cps, 0)
+	if h.GPos != 10 || len(skipped) != 3 {
+		t.Fatalf("Resume(0) = gpos %d, skipped %v; want 10 after three skipped", h.GPos, skipped)
+	}
+	if !errors.Is(skipped[1], ErrHistoryVersion) || !errors.Is(skipped[2], ErrHistoryEncoding) || skipped[0] != damaged.Err {
+		t.Errorf("skipped = %v", skipped)
+	}
+	if h, skipped := Resume(cps, 10); h.GPos != 5 || len(skipped) != 0 {
+		t.Errorf("Resume(10) = gpos %d, skipped %v; want 5 (below 10)", h.GPos, skipped)
+	}
+	if h, _ := Resume(cps, 5); h.GPos != 0 || len(h.Sessions()) != 0 {
+		t.Errorf("Resume(5) = gpos %d, want an empty History", h.GPos)
+	}
+	if h, skipped := Resume(nil, 0); h.GPos != 0 || skipped != nil {
+		t.Errorf("Resume(nil) = %d, %v", h.GPos, skipped)
+	}
+}
+
+func TestNewSetFrom(t *testing.T) {
+	evs := historyJournal()
+	h := foldHistory(evs)
+	s := NewSetFrom(h)
+	if s.Cache != h.Cache || s.Approvals != h.Approvals {
+		t.Error("the set does not share the history's cache and approvals")
+	}
+	if s.Status.Session() != "" || len(s.Catalog.View().Tools) != 0 {
+		t.Error("a new set's status or catalog is not empty")
+	}
+}
