@@ -47,10 +47,20 @@ func At(ctx context.Context, r Reader, session uuid.UUID, seq uint64) (*Snapshot
 		return nil, fmt.Errorf("%w: %s has %d events, asked for seq %d", ErrNoSuchEvent, session, len(evs), seq)
 	}
 	target := evs[seq-1]
-	cache, approvals := projections.NewToolCache(), projections.NewApprovals()
+	// The cross-session projections as of the session's start: from the
+	// newest checkpoint below it, if the journal keeps them.
+	h := projections.NewHistory()
+	if cr, ok := r.(CheckpointReader); ok {
+		cps, err := cr.Checkpoints(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h, _ = projections.Resume(cps, evs[0].GPos) // one passed over is folded from an older one
+	}
+	cache, approvals := h.Cache, h.Approvals
 	status, catalog := projections.NewStatus(), projections.NewCatalog(cache)
 	var st fsm.State
-	err = r.ReadAll(ctx, 1, func(e events.Event) error {
+	err = r.ReadAll(ctx, h.GPos+1, func(e events.Event) error {
 		if e.GPos > target.GPos {
 			return errStop
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
 )
 
 // Reader is what replay needs from a journal. *store.Journal and
@@ -18,6 +19,16 @@ type Reader interface {
 	// ReadAll calls fn for every event of every session in global order
 	// from global position fromGPos on.
 	ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error
+}
+
+// CheckpointReader is a Reader whose journal keeps checkpoints of
+// [projections.History] (cmd/mcpledger adapts *store.Journal to it). [At]
+// and [Why] resume from the newest usable one below the session instead
+// of folding the journal from its start.
+type CheckpointReader interface {
+	Reader
+	// Checkpoints returns the stored checkpoints, oldest first.
+	Checkpoints(ctx context.Context) ([]projections.Stored, error)
 }
 
 var errStop = errors.New("stop")

@@ -153,3 +153,24 @@ func (j *Journal) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 	})
 	return out, err
 }
+
+// DropCheckpoints deletes every stored checkpoint (and one not yet
+// written). Readers then fold the log from its start until a new one is
+// saved.
+func (j *Journal) DropCheckpoints() error {
+	if j.readOnly {
+		return ErrReadOnly
+	}
+	if j.isClosed() {
+		return ErrClosed
+	}
+	j.pendingCP.Store(nil)
+	j.txMu.Lock()
+	defer j.txMu.Unlock()
+	return translate(j.update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketCheckpoints) == nil {
+			return nil
+		}
+		return tx.DeleteBucket(bucketCheckpoints)
+	}))
+}

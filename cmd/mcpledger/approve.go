@@ -132,7 +132,7 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 // approval decisions, without a running mcpledger.
 func (c *ApprovalsCommand) offline(ctx context.Context, f *commandFlags, cf *configFlags) ([]rt.ApprovalRow, error) {
 	lc := cf.loader(c.env)()
-	set, err := foldLast(ctx, f)
+	set, err := c.env.foldLast(ctx, f)
 	if err != nil && !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no journal at") {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/replay"
 	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/store"
@@ -21,7 +22,10 @@ import (
 // before its first event.
 type storeJournal struct{ j *store.Journal }
 
-var _ runtime.CheckpointJournal = storeJournal{}
+var (
+	_ runtime.CheckpointJournal = storeJournal{}
+	_ replay.CheckpointReader   = storeJournal{}
+)
 
 func (s storeJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Event) error {
 	_, err := s.j.Append(ctx, sid, store.Exact(evs[0].Seq-1), evs)
@@ -31,6 +35,10 @@ func (s storeJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Ev
 func (s storeJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(context.Context) error {
 	p := s.j.Submit(sid, store.Exact(evs[0].Seq-1), evs)
 	return func(ctx context.Context) error { _, err := p.Wait(ctx); return err }
+}
+
+func (s storeJournal) ReadSession(ctx context.Context, sid uuid.UUID, from uint64, fn func(events.Event) error) error {
+	return s.j.ReadSession(ctx, sid, from, fn)
 }
 
 func (s storeJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
@@ -79,4 +87,17 @@ func (f *commandFlags) control() *control.Client {
 		return nil
 	}
 	return c
+}
+
+// history returns the fold of j's events before global position before (0:
+// all of them), resuming from the newest usable checkpoint. A checkpoint
+// passed over for damage is reported on stderr; one of another version
+// is rebuilt silently (by the next run).
+func (e *env) history(ctx context.Context, j *store.Journal, before uint64) (*projections.History, error) {
+	h, _, err := runtime.LoadHistory(ctx, storeJournal{j}, before, func(err error) {
+		if !errors.Is(err, projections.ErrHistoryVersion) {
+			fmt.Fprintf(e.stderr, "mcpledger: warning: %v; reading the journal from before it instead (mcpledger verify reports it)\n", err)
+		}
+	})
+	return h, err
 }

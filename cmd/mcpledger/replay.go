@@ -57,7 +57,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	snap, err := replay.At(ctx, j, info.Session, seq)
+	snap, err := replay.At(ctx, storeJournal{j}, info.Session, seq)
 	if err != nil {
 		return err
 	}
@@ -226,16 +226,12 @@ func (c *WhyCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
-	var j interface {
-		replay.Reader
-		Close() error
-	}
 	sj, err := f.openReadOnly()
 	if err != nil {
 		return err
 	}
-	j = sj
-	defer j.Close()
+	defer sj.Close()
+	j := storeJournal{sj}
 	info, err := findSession(ctx, sj, *session)
 	if err != nil {
 		return err

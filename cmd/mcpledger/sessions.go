@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/mcpledger/mcpledger/events"
 )
 
 // SessionsCommand lists the journal's sessions.
@@ -57,27 +54,23 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 			Ended: "running or interrupted", first: info.FirstTime, last: info.LastTime}
 		index[info.Session] = &rows[i]
 	}
-	// One pass over the journal finds the servers and the endings.
-	err = j.ReadAll(ctx, 1, func(e events.Event) error {
-		r := index[e.Session]
-		if r == nil {
-			return nil // a session that started after Sessions was read
-		}
-		if e.Server != "" && !slices.Contains(r.Servers, e.Server) {
-			r.Servers = append(r.Servers, e.Server)
-		}
-		if p, ok := e.Payload.(*events.SessionStopped); ok {
-			r.Ended, r.Reason = "stopped", string(p.Reason)
-		}
-		return nil
-	})
+	// The servers and endings come from the journal's fold: the newest
+	// checkpoint and the events after it.
+	h, err := c.env.history(ctx, j, 0)
 	if err != nil {
 		return err
 	}
-	for i := range rows {
-		slices.Sort(rows[i].Servers)
+	for _, s := range h.Sessions() {
+		id, err := uuid.Parse(s.Session)
+		r := index[id]
+		if err != nil || r == nil {
+			continue // a session that started after Sessions was read
+		}
+		r.Servers = append(r.Servers, s.Servers...)
+		if s.Stopped {
+			r.Ended, r.Reason = "stopped", string(s.Reason)
+		}
 	}
-
 	if *asJSON {
 		for i := range rows {
 			rows[i].Started = time.Unix(0, rows[i].first).UTC().Format(time.RFC3339Nano)

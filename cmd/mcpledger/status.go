@@ -32,7 +32,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 		}
 		live = true
 	} else {
-		set, err := foldLast(ctx, f)
+		set, err := c.env.foldLast(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func (c *ToolsCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	} else {
-		set, err := foldLast(ctx, f)
+		set, err := c.env.foldLast(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -122,25 +122,30 @@ func firstLine(s string) string {
 	return s
 }
 
-// foldLast folds the whole journal into the projections, so Status and
-// Catalog describe its last session as it stood when its shutdown began
-// (after it, every server is stopped and the catalog empty, which tells a
-// post-mortem nothing).
-func foldLast(ctx context.Context, f *commandFlags) (*projections.Set, error) {
+// foldLast folds the journal into the projections, so Status and Catalog
+// describe its last session as it stood when its shutdown began (after
+// it, every server is stopped and the catalog empty, which tells a
+// post-mortem nothing). What came before the last session comes from the
+// newest checkpoint below it and the events after that.
+func (e *env) foldLast(ctx context.Context, f *commandFlags) (*projections.Set, error) {
 	j, err := f.openReadOnly()
 	if err != nil {
 		return nil, err
 	}
 	defer j.Close()
-	set := projections.NewSet()
 	sessions, err := j.Sessions(ctx)
 	if err != nil || len(sessions) == 0 {
-		return set, err
+		return projections.NewSet(), err
 	}
-	last := sessions[len(sessions)-1].Session
+	last := sessions[len(sessions)-1]
+	h, err := e.history(ctx, j, last.FirstGPos)
+	if err != nil {
+		return nil, err
+	}
+	set := projections.NewSetFrom(h)
 	stopping := false
-	err = j.ReadAll(ctx, 0, func(e events.Event) error {
-		if e.Session == last {
+	err = j.ReadAll(ctx, last.FirstGPos, func(e events.Event) error {
+		if e.Session == last.Session {
 			if p, ok := e.Payload.(*events.StopRequested); ok && e.Server == "" && p.Reason == events.ReasonShutdown {
 				stopping = true
 			}
