@@ -22,7 +22,9 @@ type withCheckpoints struct {
 	from []uint64
 }
 
-func (w *withCheckpoints) Checkpoints(context.Context) ([]projections.Stored, error) { return w.cps, w.err }
+func (w *withCheckpoints) Checkpoints(context.Context) ([]projections.Stored, error) {
+	return w.cps, w.err
+}
 
 func (w *withCheckpoints) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
 	w.from = append(w.from, from)
