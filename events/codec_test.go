@@ -62,6 +62,8 @@ func sample() []Event {
 		&ApprovalRequested{Workspace: "/w", Hash: cfg.Hash, Scope: ScopeProject, Previous: "p", Changed: []string{"args"}},
 		&ToolsPinned{Workspace: "/w", Hash: cfg.Hash, Tools: []KV{{"search", tool.DefHash}}},
 		&ToolsChanged{Changed: []ToolChange{{Name: "search", Pinned: "a", Listed: "b"}, {Name: "new", Listed: "c"}}},
+		&JournalArchived{File: "journal-archive-000000000000099.db", Through: 99, From: 1, Digest: "ab12", Cutoff: 1_690_000_000_000_000_000,
+			Sessions: []ArchivedSession{{Session: "0190f5a2-7d3c-7a10-8000-000000000000", Events: 99, Head: "cd34"}}},
 	}
 	sid := uuid.MustParse("0190f5a2-7d3c-7a10-8000-000000000001")
 	out := make([]Event, len(ps))
@@ -95,7 +97,7 @@ func TestEveryKindHasSample(t *testing.T) {
 			inputs++
 		}
 	}
-	if inputs != 21 || len(Kinds())-inputs != 8 {
+	if inputs != 22 || len(Kinds())-inputs != 8 {
 		t.Errorf("inputs=%d decisions=%d", inputs, len(Kinds())-inputs)
 	}
 }

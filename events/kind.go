@@ -33,6 +33,9 @@ const (
 	// request: a missing or wrong bearer token, or a Host or Origin it does
 	// not serve.
 	KindGatewayRejected Kind = "gateway.rejected"
+	// KindJournalArchived: `mcpledger archive` (or run --retain) moved the
+	// journal's oldest sessions into a sealed archive file.
+	KindJournalArchived Kind = "journal.archived"
 )
 
 // Decisions: what fsm.Decide concluded from an input.
@@ -55,6 +58,7 @@ func Kinds() []Kind {
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
 		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped,
+		KindJournalArchived,
 		KindSessionStopped, KindReloadDecided, KindAdmissionDecided, KindServerTransitioned,
 		KindTimerScheduled, KindApprovalRequested, KindToolsPinned, KindToolsChanged,
 	}
@@ -69,7 +73,8 @@ func (k Kind) IsInput() bool {
 		KindReconnectRequested, KindProcessSpawned, KindTransportOpened, KindConnectFailed,
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
-		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped:
+		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped,
+		KindJournalArchived:
 		return true
 	}
 	return false
@@ -140,6 +145,8 @@ func newPayload(k Kind) (Payload, error) {
 		return &CallDecided{}, nil
 	case KindGatewayRejected:
 		return &GatewayRejected{}, nil
+	case KindJournalArchived:
+		return &JournalArchived{}, nil
 	case KindSessionStopped:
 		return &SessionStopped{}, nil
 	case KindReloadDecided:

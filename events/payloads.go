@@ -405,6 +405,31 @@ type GatewayRejected struct {
 	Suppressed int    `msgpack:"suppressed,omitempty" json:"suppressed,omitempty"`
 }
 
+// JournalArchived records that every record of the journal up to global
+// position Through was moved into the sealed archive journal File (a path
+// as given, relative to the journal's directory when not absolute): the
+// sessions listed, each with its event count and hash-chain head as the
+// live journal held them, and Digest, the SHA-256 of those records' bytes
+// in log order (hex), so that the archive can be checked against the
+// live journal. The live journal keeps, as its base, the fold of those
+// records (approvals, tool cache, launches), so nothing still in force is
+// lost.
+type JournalArchived struct {
+	File     string            `msgpack:"file" json:"file"`
+	Through  uint64            `msgpack:"through" json:"through"`
+	From     uint64            `msgpack:"from" json:"from"` // the first record archived
+	Sessions []ArchivedSession `msgpack:"sessions" json:"sessions"`
+	Digest   string            `msgpack:"digest" json:"digest"`
+	Cutoff   int64             `msgpack:"cutoff,omitempty" json:"cutoff,omitempty"` // sessions ended before it (unix ns)
+}
+
+// ArchivedSession is one session of a [JournalArchived].
+type ArchivedSession struct {
+	Session string `msgpack:"session" json:"session"`
+	Events  uint64 `msgpack:"events" json:"events"`
+	Head    string `msgpack:"head" json:"head"` // the hash-chain head, hex
+}
+
 // CallFinished records the result of a call.
 type CallFinished struct {
 	CallID  string `msgpack:"call_id" json:"call_id"`
@@ -548,6 +573,7 @@ func (*CallStarted) Kind() Kind        { return KindCallStarted }
 func (*CallFinished) Kind() Kind       { return KindCallFinished }
 func (*CallDecided) Kind() Kind        { return KindCallDecided }
 func (*GatewayRejected) Kind() Kind    { return KindGatewayRejected }
+func (*JournalArchived) Kind() Kind    { return KindJournalArchived }
 func (*SessionStopped) Kind() Kind     { return KindSessionStopped }
 func (*ReloadDecided) Kind() Kind      { return KindReloadDecided }
 func (*AdmissionDecided) Kind() Kind   { return KindAdmissionDecided }

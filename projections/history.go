@@ -34,8 +34,9 @@ var ErrHistoryEncoding = errors.New("projections: malformed history checkpoint")
 // session and the read commands need from every earlier one. It holds the
 // tool cache and approvals (shared with a [Set] by [NewSetFrom]), each
 // session's summary (servers named by its events, whether and why it
-// stopped), each server's latest launch times (for the storm breaker) and
-// the last session seen.
+// stopped; dropped once journal.archived moves the session out), each
+// server's latest launch times (for the storm breaker) and the last
+// session seen.
 //
 // A History can be encoded as a checkpoint ([History.Encode]) that names
 // the global position of the last event folded, and decoded later to fold
@@ -96,6 +97,8 @@ func (h *History) Apply(e events.Event) {
 	switch p := e.Payload.(type) {
 	case *events.SessionStopped:
 		s.Stopped, s.Reason = true, p.Reason
+	case *events.JournalArchived:
+		h.forget(p.Sessions)
 	case *events.ServerTransitioned:
 		if p.To == events.StateLaunching {
 			l := append(h.launches[e.Server], e.Time)
@@ -105,6 +108,19 @@ func (h *History) Apply(e events.Event) {
 			h.launches[e.Server] = l
 		}
 	}
+}
+
+// forget drops the summaries of archived sessions: they live in the
+// archive now, and the journal's fold keeps only what is still in force.
+func (h *History) forget(archived []events.ArchivedSession) {
+	gone := map[sessionKey]bool{}
+	for _, a := range archived {
+		if k, err := parseSessionKey(a.Session); err == nil && h.sessions[k] != nil {
+			gone[k] = true
+			delete(h.sessions, k)
+		}
+	}
+	h.order = slices.DeleteFunc(h.order, func(k sessionKey) bool { return gone[k] })
 }
 
 // Sessions returns every session's summary, in order of first event.
@@ -275,27 +291,43 @@ func parseSessionKey(s string) (sessionKey, error) {
 }
 
 // Stored is a checkpoint as a journal holds it: the position of the last
-// event it covers, its bytes, or the error that makes them unusable.
+// event it covers, its bytes, or the error that makes them unusable. Base
+// marks the base state of a journal whose first records were archived:
+// the fold of those records, which nothing else in the journal can
+// replace.
 type Stored struct {
 	GPos uint64
 	Data []byte
 	Err  error
+	Base bool
 }
+
+// ErrNoBase is returned by [Resume] when the journal's first records were
+// archived and their fold (its base state) cannot be used.
+var ErrNoBase = errors.New("projections: the journal's base state (the fold of its archived records) is unusable")
 
 // Resume returns the History of the newest usable checkpoint among cps
 // (oldest first) whose position is below before (0: any), to fold the
-// events after its GPos into; or an empty History when none is usable.
-// skipped lists each newer checkpoint it passed over and why: damaged
-// (the journal's error), of another version ([ErrHistoryVersion]) or
-// malformed ([ErrHistoryEncoding]).
-func Resume(cps []Stored, before uint64) (h *History, skipped []error) {
+// events after its GPos into; or an empty History when none is usable
+// and the journal starts at its first event. skipped lists each newer
+// checkpoint it passed over and why: damaged (the journal's error), of
+// another version ([ErrHistoryVersion]) or malformed
+// ([ErrHistoryEncoding]). It fails with [ErrNoBase] when it would need a
+// base state that is unusable, or one at or after before.
+func Resume(cps []Stored, before uint64) (h *History, skipped []error, err error) {
 	for i := len(cps) - 1; i >= 0; i-- {
 		cp := cps[i]
 		if before != 0 && cp.GPos >= before {
+			if cp.Base {
+				return nil, skipped, fmt.Errorf("%w: the records before gpos %d were archived", ErrNoBase, before)
+			}
 			continue
 		}
 		if cp.Err != nil {
 			skipped = append(skipped, cp.Err)
+			if cp.Base {
+				return nil, skipped, fmt.Errorf("%w: %w", ErrNoBase, cp.Err)
+			}
 			continue
 		}
 		h, err := DecodeHistory(cp.Data)
@@ -303,10 +335,14 @@ func Resume(cps []Stored, before uint64) (h *History, skipped []error) {
 			err = fmt.Errorf("%w: stored at gpos %d, covers gpos %d", ErrHistoryEncoding, cp.GPos, h.GPos)
 		}
 		if err != nil {
-			skipped = append(skipped, fmt.Errorf("checkpoint at gpos %d: %w", cp.GPos, err))
+			err = fmt.Errorf("checkpoint at gpos %d: %w", cp.GPos, err)
+			skipped = append(skipped, err)
+			if cp.Base {
+				return nil, skipped, fmt.Errorf("%w: %w", ErrNoBase, err)
+			}
 			continue
 		}
-		return h, skipped
+		return h, skipped, nil
 	}
-	return NewHistory(), skipped
+	return NewHistory(), skipped, nil
 }

@@ -204,21 +204,44 @@ func TestResume(t *testing.T) {
 	other := Stored{GPos: 18, Data: []byte(`{"version":999}`)}
 	cps := []Stored{at(5), at(10), wrongPos, other, damaged}
 
-	h, skipped := Resume(cps, 0)
-	if h.GPos != 10 || len(skipped) != 3 {
+	h, skipped, err := Resume(cps, 0)
+	if err != nil || h.GPos != 10 || len(skipped) != 3 {
 		t.Fatalf("Resume(0) = gpos %d, skipped %v; want 10 after three skipped", h.GPos, skipped)
 	}
 	if !errors.Is(skipped[1], ErrHistoryVersion) || !errors.Is(skipped[2], ErrHistoryEncoding) || skipped[0] != damaged.Err {
 		t.Errorf("skipped = %v", skipped)
 	}
-	if h, skipped := Resume(cps, 10); h.GPos != 5 || len(skipped) != 0 {
+	if h, skipped, _ := Resume(cps, 10); h.GPos != 5 || len(skipped) != 0 {
 		t.Errorf("Resume(10) = gpos %d, skipped %v; want 5 (below 10)", h.GPos, skipped)
 	}
-	if h, _ := Resume(cps, 5); h.GPos != 0 || len(h.Sessions()) != 0 {
+	if h, _, _ := Resume(cps, 5); h.GPos != 0 || len(h.Sessions()) != 0 {
 		t.Errorf("Resume(5) = gpos %d, want an empty History", h.GPos)
 	}
-	if h, skipped := Resume(nil, 0); h.GPos != 0 || skipped != nil {
-		t.Errorf("Resume(nil) = %d, %v", h.GPos, skipped)
+	if h, skipped, err := Resume(nil, 0); err != nil || h.GPos != 0 || skipped != nil {
+		t.Errorf("Resume(nil) = %d, %v, %v", h.GPos, skipped, err)
+	}
+
+	// A journal whose first records were archived: its base state is the
+	// fold it cannot do without.
+	base := at(5)
+	base.Base = true
+	withBase := []Stored{base, at(10)}
+	if h, _, err := Resume(withBase, 0); err != nil || h.GPos != 10 {
+		t.Errorf("with a base: gpos %d, %v; want the newest checkpoint", h.GPos, err)
+	}
+	if h, _, err := Resume(withBase, 10); err != nil || h.GPos != 5 {
+		t.Errorf("with a base, below 10: gpos %d, %v; want the base", h.GPos, err)
+	}
+	if _, _, err := Resume(withBase, 5); !errors.Is(err, ErrNoBase) {
+		t.Errorf("below the base: %v, want ErrNoBase", err)
+	}
+	damagedBase := Stored{GPos: 5, Base: true, Err: errors.New("crc")}
+	if _, skipped, err := Resume([]Stored{damagedBase, {GPos: 10, Err: errors.New("crc")}}, 0); !errors.Is(err, ErrNoBase) || len(skipped) != 2 {
+		t.Errorf("a damaged base: %v (skipped %v), want ErrNoBase", err, skipped)
+	}
+	badBase := Stored{GPos: 5, Base: true, Data: []byte("{")}
+	if _, _, err := Resume([]Stored{badBase}, 0); !errors.Is(err, ErrNoBase) || !errors.Is(err, ErrHistoryEncoding) {
+		t.Errorf("a malformed base: %v, want ErrNoBase and ErrHistoryEncoding", err)
 	}
 }
 
@@ -231,5 +254,39 @@ func TestNewSetFrom(t *testing.T) {
 	}
 	if s.Status.Session() != "" || len(s.Catalog.View().Tools) != 0 {
 		t.Error("a new set's status or catalog is not empty")
+	}
+}
+
+// TestHistoryForgetsArchivedSessions: journal.archived drops the summaries
+// of the sessions it moved out, and only those; approvals and the tool
+// cache stay.
+func TestHistoryForgetsArchivedSessions(t *testing.T) {
+	j := newJournal()
+	evs := historyJournal()
+	h := foldHistory(evs)
+	before := h.Sessions()
+	approvals, cache := h.Approvals.List(), h.Cache.Entries()
+	j.gpos = uint64(len(evs))
+	a := j.session(9)
+	a.start()
+	e := a.in("", &events.JournalArchived{File: "a.db", Through: 10, Sessions: []events.ArchivedSession{
+		{Session: before[0].Session}, {Session: before[2].Session}, {Session: "not-a-session"},
+		{Session: "0b0b0b0b-0b0b-0b0b-0b0b-0b0b0b0b0b0b"}}})
+	for _, x := range j.evs {
+		h.Apply(x)
+	}
+	got := h.Sessions()
+	if len(got) != 2 || got[0].Session != before[1].Session || got[1].Session != e.Session.String() {
+		t.Errorf("after archiving sessions 1 and 3: %+v", got)
+	}
+	if _, ok := h.Session(before[0].Session2()); ok {
+		t.Error("Session finds an archived session")
+	}
+	if !reflect.DeepEqual(h.Approvals.List(), approvals) || !reflect.DeepEqual(h.Cache.Entries(), cache) {
+		t.Error("archiving changed approvals or the tool cache")
+	}
+	d, err := DecodeHistory(h.Encode())
+	if err != nil || !reflect.DeepEqual(d.Sessions(), got) {
+		t.Errorf("decoded: %v, %+v", err, d.Sessions())
 	}
 }

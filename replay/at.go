@@ -55,7 +55,9 @@ func At(ctx context.Context, r Reader, session uuid.UUID, seq uint64) (*Snapshot
 		if err != nil {
 			return nil, err
 		}
-		h, _ = projections.Resume(cps, evs[0].GPos) // one passed over is folded from an older one
+		if h, _, err = projections.Resume(cps, evs[0].GPos); err != nil { // one passed over is folded from an older one
+			return nil, err
+		}
 	}
 	cache, approvals := h.Cache, h.Approvals
 	status, catalog := projections.NewStatus(), projections.NewCatalog(cache)

@@ -60,11 +60,14 @@ func LoadHistory(ctx context.Context, j Journal, before uint64, skipped func(err
 			return nil, 0, err
 		}
 		var passed []error
-		h, passed = projections.Resume(cps, before)
+		h, passed, err = projections.Resume(cps, before)
 		for _, err := range passed {
 			if skipped != nil {
 				skipped(err)
 			}
+		}
+		if err != nil {
+			return nil, 0, err
 		}
 	}
 	n := 0

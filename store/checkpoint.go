@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -46,6 +45,10 @@ type Checkpoint struct {
 	// Err wraps [ErrCheckpointDamaged] when the stored bytes cannot be
 	// trusted.
 	Err error
+	// Base marks the journal's base state (see [Journal.Base]): the fold
+	// of the records archived out of it, which no fold of its own records
+	// can rebuild.
+	Base bool
 }
 
 // SaveCheckpoint hands data, derived from the log's events up to and
@@ -86,11 +89,8 @@ func (j *Journal) putCheckpoint(tx *bolt.Tx, last uint64) (*Checkpoint, error) {
 	if err != nil {
 		return cp, err
 	}
-	v := make([]byte, 4+len(cp.Data))
-	binary.BigEndian.PutUint32(v, crc32.Checksum(cp.Data, castagnoli))
-	copy(v[4:], cp.Data)
 	var k [8]byte
-	if err := b.Put(itob(&k, cp.GPos), v); err != nil {
+	if err := b.Put(itob(&k, cp.GPos), sealValue(cp.Data)); err != nil {
 		return cp, err
 	}
 	var keys [][]byte
@@ -123,12 +123,22 @@ func (j *Journal) flushCheckpoint() error {
 	return translate(err)
 }
 
-// Checkpoints returns the stored checkpoints, oldest first. A damaged one
-// is returned with its Err set and no Data.
+// Checkpoints returns the stored checkpoints, oldest first, after the
+// journal's base state if it has one (Base set). A damaged one is
+// returned with its Err set and no Data.
 func (j *Journal) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 	var out []Checkpoint
 	err := j.view(ctx, func(tx *bolt.Tx) error {
 		out = out[:0]
+		base := baseOf(tx)
+		if base > 0 {
+			cp := Checkpoint{GPos: base, Base: true}
+			var ok bool
+			if cp.Data, ok = unsealValue(tx.Bucket(bucketMeta).Get(keyBaseState)); !ok {
+				cp.Err = fmt.Errorf("%w: the base state (the fold of the %d archived records) fails its checksum; rebuild it from the archive", ErrCheckpointDamaged, base)
+			}
+			out = append(out, cp)
+		}
 		b := tx.Bucket(bucketCheckpoints)
 		if b == nil {
 			return nil
@@ -140,12 +150,12 @@ func (j *Journal) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 			switch {
 			case !ok:
 				cp.Err = fmt.Errorf("%w: key %x is not a position", ErrCheckpointDamaged, k)
-			case gpos == 0 || gpos > last:
-				cp.Err = fmt.Errorf("%w: at gpos %d, past the log's end (%d)", ErrCheckpointDamaged, gpos, last)
-			case len(v) < 4 || binary.BigEndian.Uint32(v) != crc32.Checksum(v[4:], castagnoli):
-				cp.Err = fmt.Errorf("%w: at gpos %d, its checksum does not match its %d bytes", ErrCheckpointDamaged, gpos, max(len(v)-4, 0))
+			case gpos <= base || gpos > last:
+				cp.Err = fmt.Errorf("%w: at gpos %d, outside the log (%d..%d)", ErrCheckpointDamaged, gpos, base+1, last)
 			default:
-				cp.Data = append([]byte(nil), v[4:]...)
+				if cp.Data, ok = unsealValue(v); !ok {
+					cp.Err = fmt.Errorf("%w: at gpos %d, its checksum does not match its %d bytes", ErrCheckpointDamaged, gpos, max(len(v)-4, 0))
+				}
 			}
 			out = append(out, cp)
 			return nil

@@ -104,6 +104,11 @@ type Journal struct {
 	// commit (or Close) writes it.
 	pendingCP atomic.Pointer[Checkpoint]
 
+	// base and sealed are meta/base and meta/sealed, read at Open (they
+	// never change while a file is open: Archive writes new files).
+	base   uint64
+	sealed string
+
 	// txMu is held by whoever runs a write transaction: the writer
 	// goroutine, or an appender committing its own append (direct). It
 	// guards everything below.
@@ -213,6 +218,14 @@ func open(path string, opts *Options) (*Journal, error) {
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		commits:    make(chan struct{}),
+	}
+	_ = db.View(func(tx *bolt.Tx) error { // checkMeta checked both
+		j.base, j.sealed = baseOf(tx), string(tx.Bucket(bucketMeta).Get(keySealed))
+		return nil
+	})
+	if j.sealed != "" && !o.ReadOnly {
+		_ = db.Close()
+		return nil, fmt.Errorf("open %s: %w: %s", path, ErrSealed, j.sealed)
 	}
 	if o.ReadOnly {
 		close(j.writerDone)

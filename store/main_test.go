@@ -59,6 +59,8 @@ func runChild(mode, path string) error {
 		return holdChild(path)
 	case "append":
 		return appendChild(path)
+	case "archive":
+		return archiveChild(path)
 	}
 	return fmt.Errorf("unknown child mode %q", mode)
 }

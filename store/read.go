@@ -145,7 +145,7 @@ func (j *Journal) fillSession(session uuid.UUID) fillFunc {
 // global order across sessions. Errors and fn as for ReadSession. Large
 // reads decode on several goroutines, which end before ReadAll returns.
 func (j *Journal) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
-	_, err := scan(ctx, max(fromGPos, 1), j.fillLog, fn)
+	_, err := scan(ctx, max(fromGPos, j.base+1), j.fillLog, fn)
 	return j.attribute(err)
 }
 
@@ -215,7 +215,7 @@ func decode(dec *events.Decoder, sid uuid.UUID, seq, gpos uint64, rec []byte) (e
 // A read-only journal excludes writers, so there Follow delivers what is
 // stored and then waits for ctx.
 func (j *Journal) Follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
-	next := max(fromGPos, 1)
+	next := max(fromGPos, j.base+1)
 	for {
 		wake := j.committed() // taken before reading, so no commit is missed
 		var err error

@@ -26,7 +26,7 @@ type VerifyReport struct {
 
 // Verify walks the whole journal in one read transaction. It reads the
 // global log in order and checks that it runs gapless from 1 to its
-// sequence, and for each record: that a seek for its key finds it (as
+// sequence (from its base+1, after an archive), and for each record: that a seek for its key finds it (as
 // reads do), its CRC, that it decodes, that it names
 // its own global position, that its session has a head, and that its seq
 // follows the session's previous one (seqs gapless from 1). When a
@@ -59,7 +59,8 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 		done := map[uuid.UUID]bool{}
 		dec := events.NewDecoder()
 		c, seek := logB.Cursor(), logB.Cursor()
-		at = recPos{gpos: 1}
+		base := baseOf(tx)
+		at = recPos{gpos: base + 1}
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if rep.LogEntries%1024 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -127,8 +128,8 @@ func (j *Journal) Verify(ctx context.Context) (VerifyReport, error) {
 			rep.Sessions++
 		}
 		at = recPos{}
-		if logB.Sequence() != rep.LogEntries {
-			return &CorruptError{Reason: fmt.Sprintf("global log has %d entries, its sequence says %d", rep.LogEntries, logB.Sequence())}
+		if logB.Sequence() != base+rep.LogEntries {
+			return &CorruptError{Reason: fmt.Sprintf("global log has %d entries after its base %d, its sequence says %d", rep.LogEntries, base, logB.Sequence())}
 		}
 		var prev []byte
 		err := sessions.ForEach(func(k, v []byte) error {
@@ -249,7 +250,7 @@ func checkMeta(tx *bolt.Tx) error {
 			return fmt.Errorf("%w: no %s bucket", ErrNotJournal, name)
 		}
 	}
-	return nil
+	return checkBase(tx)
 }
 
 // checker recomputes one session's summary from its records, checking

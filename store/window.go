@@ -84,9 +84,9 @@ func (w *recentIDs) reset() {
 func (w *recentIDs) load(tx *bolt.Tx) (skipped int, damaged uint64) {
 	m := mappedOf(tx)
 	logB := tx.Bucket(bucketLog)
-	from := uint64(1)
+	from := baseOf(tx) + 1
 	if last := logB.Sequence(); last > uint64(w.size) {
-		from = last - uint64(w.size) + 1
+		from = max(from, last-uint64(w.size)+1)
 	}
 	dec := events.NewDecoder()
 	c := logB.Cursor()

@@ -49,7 +49,7 @@ func (s storeJournal) Checkpoints(ctx context.Context) ([]projections.Stored, er
 	cps, err := s.j.Checkpoints(ctx)
 	out := make([]projections.Stored, len(cps))
 	for i, cp := range cps {
-		out[i] = projections.Stored{GPos: cp.GPos, Data: cp.Data, Err: cp.Err}
+		out[i] = projections.Stored{GPos: cp.GPos, Data: cp.Data, Err: cp.Err, Base: cp.Base}
 	}
 	return out, err
 }
