@@ -110,6 +110,17 @@ func TestArchive(t *testing.T) {
 	if got := h.Sum(nil); !slices.Equal(got, res.Digest[:]) {
 		t.Errorf("digest %x, want %x (the archived records' bytes)", res.Digest, got)
 	}
+	ad := mustOpen(t, filepath.Join(dir, "a1.db"), &store.Options{ReadOnly: true})
+	if d, err := ad.Digest(ctx, 1, 80); err != nil || d != res.Digest {
+		t.Errorf("Digest(1, 80) = %x, %v; want %x", d, err, res.Digest)
+	}
+	if d, err := ad.Digest(ctx, 2, 80); err != nil || d == res.Digest {
+		t.Errorf("Digest(2, 80) = %x, %v: the same as of 1..80", d, err)
+	}
+	if _, err := ad.Digest(ctx, 1, 81); !errors.Is(err, store.ErrCorrupt) {
+		t.Errorf("Digest past the end: %v, want ErrCorrupt", err)
+	}
+	ad.Close()
 
 	// The archive: a sealed journal of the two sessions, records unchanged.
 	if _, err := store.Open(filepath.Join(dir, "a1.db"), nil); !errors.Is(err, store.ErrSealed) {

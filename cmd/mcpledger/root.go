@@ -45,6 +45,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&LogCommand{env: e}).Run(ctx, args)
 	case "verify":
 		err = (&VerifyCommand{env: e}).Run(ctx, args)
+	case "archive":
+		err = (&ArchiveCommand{env: e}).Run(ctx, args)
 	case "run":
 		err = (&RunCommand{env: e}).Run(ctx, args)
 	case "serve":
@@ -138,8 +140,12 @@ Commands:
         list sessions: start, last event, events, servers seen, how it ended
   log [--session ID|last] [--server N] [--kind K] [--follow] [--json]
         print events in journal order, one a line (--json: one object a line)
-  verify
-        check every record (CRC, decode, gapless seqs, hash chains, indexes)
+  verify [--drop-checkpoints]
+        check every record (CRC, decode, gapless seqs, hash chains, indexes),
+        every checkpoint against the events, and the archives the journal names
+  archive --older-than 30d [--to DIR] [--json]
+        move sessions that ended before the cutoff into a sealed archive journal
+        (read it with --journal FILE); approvals and the tool cache stay live
   help [COMMAND]
         print this help, or a command's flags
 

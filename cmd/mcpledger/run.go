@@ -20,13 +20,23 @@ type RunCommand struct{ env *env }
 
 // Run parses args and runs the session.
 func (c *RunCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("run", "[--once] [--watch=true] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
+	f := c.env.newCommandFlags("run", "[--once] [--watch=true] [--retain DURATION] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
 	var cf configFlags
 	cf.register(f)
 	once := f.Bool("once", false, "settle every server, print status, stop; exit 1 if any server ended failed")
 	watch := f.Bool("watch", true, "reload when a config file changes (debounced 300 ms; only changed servers restart)")
+	retain := f.String("retain", "", "first archive sessions that ended more than `DURATION` ago (e.g. 30d), beside the journal")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if *retain != "" {
+		age, err := parseAge(*retain)
+		if err != nil {
+			return usageErrorf("run: --retain %s", err)
+		}
+		if err := c.retain(ctx, f, age); err != nil {
+			return err
+		}
 	}
 	// The state printer and this goroutine both write to stderr.
 	tty := isTerminal(c.env.stderr)
@@ -252,4 +262,25 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// retain archives, before the session starts, what ended more than age
+// ago. An archive that fails leaves the journal as it was: the run goes
+// on, and says why.
+func (c *RunCommand) retain(ctx context.Context, f *commandFlags, age time.Duration) error {
+	path, _, err := f.journalPath()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil // a new journal: nothing to archive
+	}
+	rep, err := c.env.archive(ctx, path, "", time.Now().Add(-age))
+	switch {
+	case err != nil:
+		fmt.Fprintf(c.env.stderr, "warning: --retain: %v (the journal is unchanged)\n", err)
+	case rep.Archive != "":
+		fmt.Fprintln(c.env.stderr, rep.summary())
+	}
+	return nil
 }

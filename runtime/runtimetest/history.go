@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 
 // historyVersion names the layout of the journals History builds; bump it
 // when BuildHistory changes what it writes, so cached files are rebuilt.
-const historyVersion = 1
+const historyVersion = 2
 
 // History returns the path of a copy, in a temporary directory of tb, of
 // a journal holding sessions recorded sessions of about perSession events
@@ -155,6 +156,28 @@ func expandSession(tmpl []events.Event, start time.Time, n int) []events.Event {
 	out := make([]events.Event, 0, max(n, len(tmpl)))
 	seqOf := map[uint64]uint64{} // template seq → new seq
 	add := func(e events.Event, t int64) {
+		// Times inside payloads move with the event, so that the decider
+		// decides the same on replay.
+		switch p := e.Payload.(type) {
+		case *events.TimerScheduled:
+			cp := *p
+			cp.FireAt += t - e.Time
+			e.Payload = &cp
+		case *events.ConfigObserved:
+			cp := *p
+			cp.Servers = slices.Clone(p.Servers)
+			for i := range cp.Servers {
+				c := &cp.Servers[i]
+				c.RecentLaunches = slices.Clone(c.RecentLaunches)
+				for k := range c.RecentLaunches {
+					c.RecentLaunches[k] += t - e.Time
+				}
+				if c.Approval.At != 0 {
+					c.Approval.At += t - e.Time
+				}
+			}
+			e.Payload = &cp
+		}
 		e.Session, e.ID, e.Seq, e.GPos, e.Time = sid, uuidV7At(time.Unix(0, t)), uint64(len(out)+1), 0, t
 		out = append(out, e)
 	}
