@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,4 +124,61 @@ func dropCheckpoints(b *testing.B, path string) {
 	if err := j.DropCheckpoints(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkArchiveHistory runs `mcpledger archive --older-than 30d` on a
+// fresh copy of the history journal (100 sessions of 10,000 events over
+// 90 days; 10 under -short) each op, after a run left its checkpoint.
+// Metrics: archive-s (the command's wall time), events/s archived,
+// live-% (the live file's size after, as a share of before) and
+// maxrss-MB.
+//
+//	go test ./cmd/mcpledger -run '^$' -bench ArchiveHistory -benchtime 3x
+func BenchmarkArchiveHistory(b *testing.B) {
+	sessions, size := 100, "1M"
+	if testing.Short() {
+		sessions, size = 10, "100k"
+	}
+	timeBin, err := exec.LookPath("/usr/bin/time")
+	if err != nil {
+		b.Skip("needs /usr/bin/time (Debian package time) to measure the command's peak RSS")
+	}
+	bin := runtimetest.BuildMcpledger(b, b.TempDir())
+	src := runtimetest.History(b, sessions, 10_000)
+	prime(b, src)
+	b.Run("events="+size, func(b *testing.B) {
+		var wall time.Duration
+		var rate, share float64
+		var rss []int64
+		for range b.N {
+			b.StopTimer()
+			dir := b.TempDir()
+			path := filepath.Join(dir, "journal.db")
+			copyJournal(b, path, src)
+			before := sizeOf(path)
+			rssFile := filepath.Join(dir, "rss")
+			cmd := exec.Command(timeBin, "-f", "%M", "-o", rssFile, bin, "archive", "--older-than", "30d", "--json", "--journal", path)
+			b.StartTimer()
+			t0 := time.Now()
+			out, err := cmd.Output()
+			wall += time.Since(t0)
+			if err != nil {
+				b.Fatalf("archive: %v\n%s", err, out)
+			}
+			var rep archiveReport
+			if err := json.Unmarshal(out, &rep); err != nil || rep.Archive == "" {
+				b.Fatalf("archive printed %s (%v)", out, err)
+			}
+			rate += rep.EventsPerS
+			share += 100 * float64(sizeOf(path)) / float64(before)
+			kb, _ := os.ReadFile(rssFile)
+			n, _ := strconv.ParseInt(strings.TrimSpace(string(kb)), 10, 64)
+			rss = append(rss, n)
+		}
+		slices.Sort(rss)
+		b.ReportMetric(wall.Seconds()/float64(b.N), "archive-s")
+		b.ReportMetric(rate/float64(b.N), "events/s")
+		b.ReportMetric(share/float64(b.N), "live-%")
+		b.ReportMetric(float64(rss[len(rss)/2])/1024, "maxrss-MB")
+	})
 }
