@@ -41,9 +41,11 @@ const CheckpointEvery = 4096
 type history struct {
 	launches map[string][]int64 // server → launch times (unix ns) in the storm window
 	previous string             // an earlier session that never stopped
-	// uncovered counts the events after the newest checkpoint: the fold's
-	// tail at Start, plus this session's events as they are journaled.
-	uncovered int
+	// uncovered counts the events after the newest checkpoint at Start
+	// (the fold's tail, and a closed interrupted session); mark is the
+	// count, uncovered plus this session's seq, when the Manager last
+	// asked for a checkpoint. The loop owns both.
+	uncovered, mark int
 }
 
 // LoadHistory returns the fold of j's events, resuming from the newest
@@ -129,6 +131,10 @@ func (m *Manager) loadHistory(ctx context.Context) error {
 		hist.previous = last.Session
 	}
 	m.history = hist
+	if cj, ok := m.j.(CheckpointJournal); ok && m.opts.CheckpointEvery > 0 {
+		m.cpDue = make(chan int, 1)
+		m.goFunc(func() { m.checkpointer(cj) })
+	}
 	if hist.previous != "" {
 		last, _ := h.Last()
 		if err := m.closeInterrupted(ctx, last, now); err != nil {
@@ -193,12 +199,54 @@ func (m *Manager) closeInterrupted(ctx context.Context, last projections.Session
 	return nil
 }
 
+// checkpointDue, on the loop after an append, wakes the checkpointer
+// once CheckpointEvery events have followed the last checkpoint asked for.
+func (m *Manager) checkpointDue() {
+	n := m.history.uncovered + int(m.lastSeq)
+	if m.cpDue == nil || n-m.history.mark < m.opts.CheckpointEvery {
+		return
+	}
+	m.history.mark = n
+	select {
+	case m.cpDue <- n:
+	default: // one is being made: it will cover these too
+	}
+}
+
+// checkpointer runs while the session does (a goroutine of the Manager):
+// when the loop says one is due, it folds the journal from its newest
+// checkpoint, in read transactions that never hold up an append, and
+// hands the fold to the journal, which writes it with its next commit.
+func (m *Manager) checkpointer(cj CheckpointJournal) {
+	for {
+		var n int
+		select {
+		case <-m.ctx.Done():
+			return
+		case n = <-m.cpDue:
+		}
+		h, _, err := LoadHistory(m.ctx, m.j, 0, nil)
+		if err == nil {
+			err = cj.SaveCheckpoint(h.GPos, h.Encode())
+		}
+		if err == nil {
+			m.cpSaved.Store(int64(n))
+		} else if m.ctx.Err() == nil {
+			m.log.Warn("checkpoint not saved", "err", err)
+		}
+	}
+}
+
 // saveCheckpoint, at Close, saves a checkpoint of the journal's fold when
-// enough events followed the newest one (CheckpointEvery). The journal
-// writes it at its own close.
+// CheckpointEvery events followed the last one saved, or one asked for
+// was not saved. The journal writes it at its own close.
 func (m *Manager) saveCheckpoint(ctx context.Context) {
 	cj, ok := m.j.(CheckpointJournal)
-	if !ok || m.opts.CheckpointEvery <= 0 || m.history.uncovered+int(m.lastSeq) < m.opts.CheckpointEvery {
+	if !ok || m.opts.CheckpointEvery <= 0 {
+		return
+	}
+	saved := int(m.cpSaved.Load())
+	if m.history.mark == saved && m.history.uncovered+int(m.lastSeq)-saved < m.opts.CheckpointEvery {
 		return
 	}
 	h, _, err := LoadHistory(ctx, m.j, 0, nil)

@@ -97,14 +97,16 @@ func TestStartResumesFromCheckpoint(t *testing.T) {
 	t.Cleanup(func() { j.Close() })
 	adapter = storeJournal{J: j}
 	cj = &countingJournal{storeJournal: adapter}
+	// With CheckpointEvery 1: one at Start (the fold of the first two
+	// sessions), some as the session went, one at Close.
 	cps, err := j.Checkpoints(ctx)
-	if err != nil || len(cps) != 2 {
+	if err != nil || len(cps) < 2 || len(cps) == store.MaxCheckpoints {
 		t.Fatalf("after a session with CheckpointEvery 1: %d checkpoints, %v", len(cps), err)
 	}
 	last, err := j.Head(ctx, m.Session())
-	if err != nil || cps[0].GPos != last.FirstGPos-1 || cps[1].GPos != last.LastGPos {
-		t.Fatalf("checkpoints at gpos %d and %d, want %d (before the session) and %d (the journal's end) (%v)",
-			cps[0].GPos, cps[1].GPos, last.FirstGPos-1, last.LastGPos, err)
+	if err != nil || cps[0].GPos != last.FirstGPos-1 || cps[len(cps)-1].GPos != last.LastGPos {
+		t.Fatalf("checkpoints at gpos %v, want from %d (before the session) to %d (the journal's end) (%v)",
+			gposOf(cps), last.FirstGPos-1, last.LastGPos, err)
 	}
 
 	// The next Start folds nothing (the checkpoint covers everything).
@@ -210,4 +212,56 @@ func TestInterruptedSessionAfterCheckpoint(t *testing.T) {
 	if len(tail) < 3 || tail[0] != "stop.requested" || tail[len(tail)-1] != "session.stopped" {
 		t.Fatalf("the interrupted session was closed with %v", tail)
 	}
+}
+
+// TestCheckpointsDuringSession: a long session saves checkpoints as it
+// goes (every CheckpointEvery events), written by later commits, so a
+// kill -9 leaves the next Start a short fold.
+func TestCheckpointsDuringSession(t *testing.T) {
+	j, adapter := openJournal(t)
+	ctx := t.Context()
+	m, err := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": echoServer("mem")}, CheckpointEvery: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var cps []store.Checkpoint
+	for i := 0; i < 200 && len(cps) < 2; i++ {
+		if _, err := m.CallTool(ctx, "mcp__mem__echo", map[string]any{"message": "hi"}); err != nil {
+			t.Fatal(err)
+		}
+		if cps, err = j.Checkpoints(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(cps) < 2 {
+		t.Fatalf("after 200 calls, %d checkpoints", len(cps))
+	}
+	head, err := j.Head(ctx, m.Session())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range cps {
+		if cp.GPos < head.FirstGPos || cp.GPos > head.LastGPos {
+			t.Errorf("checkpoint at %d, outside the session (%d..%d)", cp.GPos, head.FirstGPos, head.LastGPos)
+		}
+	}
+	// Each is the fold of the journal up to it.
+	for _, cp := range cps {
+		h, _, err := runtime.LoadHistory(ctx, plainJournal{adapter}, cp.GPos+1, nil)
+		if err != nil || !bytes.Equal(h.Encode(), cp.Data) {
+			t.Errorf("checkpoint at %d differs from the fold up to it (%v)", cp.GPos, err)
+		}
+	}
+}
+
+func gposOf(cps []store.Checkpoint) []uint64 {
+	var out []uint64
+	for _, cp := range cps {
+		out = append(out, cp.GPos)
+	}
+	return out
 }

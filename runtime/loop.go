@@ -298,6 +298,7 @@ func (m *Manager) process(batch []*request) {
 		}
 	}
 	m.state, m.lastSeq = scratch, seq
+	m.checkpointDue()
 	for _, e := range out {
 		m.set.Apply(e)
 	}

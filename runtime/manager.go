@@ -77,6 +77,8 @@ type Manager struct {
 	// submitter).
 	state     fsm.State
 	lastSeq   uint64
+	cpDue     chan int     // wakes the checkpointer with the count it covers (nil: no checkpoints)
+	cpSaved   atomic.Int64 // the count of the last checkpoint the checkpointer saved
 	set       *projections.Set
 	conns     map[string]*conn
 	timers    timerHeap
