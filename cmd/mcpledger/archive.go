@@ -98,7 +98,12 @@ func (r archiveReport) summary() string {
 	return s
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+func mib(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", (n+1023)/1024)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
 
 // parseAge parses a duration with day (d) and week (w) units besides Go's
 // (30d, 2w, 12h, 90m).
