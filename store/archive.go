@@ -287,6 +287,9 @@ func (a *archiver) writeLive(ctx context.Context, path string, base []byte, fini
 // keep admits, and what meta adds. It commits in chunks, calling Step
 // after each; digest sums the records into the result.
 func (a *archiver) copy(ctx context.Context, dst string, meta func(dst, src *bolt.Tx) error, keep func(uuid.UUID) bool, from, to uint64, digest bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	db, err := bolt.Open(dst, 0o600, &bolt.Options{FreelistType: bolt.FreelistMapType, Timeout: time.Second})
 	if err != nil {
 		return translate(err)
@@ -348,7 +351,7 @@ func (a *archiver) copy(ctx context.Context, dst string, meta func(dst, src *bol
 					}
 					k, v = c.Next()
 				}
-				return out.SetSequence(stop)
+				return nil
 			})
 		})
 		if err != nil {
@@ -357,10 +360,9 @@ func (a *archiver) copy(ctx context.Context, dst string, meta func(dst, src *bol
 		next = stop + 1
 		a.o.Step("records")
 	}
-	if from > to { // nothing to copy: the log still ends at to
-		if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLog).SetSequence(to) }); err != nil {
-			return translate(err)
-		}
+	// The log ends at to, also when it holds nothing (from > to).
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLog).SetSequence(to) }); err != nil {
+		return translate(err)
 	}
 	if digest {
 		sum.Sum(a.res.Digest[:0])

@@ -76,6 +76,13 @@ func TestArchive(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "journal.db")
 	sids := archiveJournal(t, path, 3, 40)
+	func() { // a checkpoint at the cut: the base state replaces it
+		j := mustOpen(t, path, noSync())
+		defer j.Close()
+		if err := j.SaveCheckpoint(80, []byte("at the cut")); err != nil {
+			t.Fatal(err)
+		}
+	}()
 	before := func() []events.Event {
 		j := mustOpen(t, path, &store.Options{ReadOnly: true})
 		defer j.Close()
@@ -364,5 +371,142 @@ func checkAfterCrash(t *testing.T, what, dir string, sids []uuid.UUID, mark uuid
 		if matches, _ := filepath.Glob(filepath.Join(dir, p+".*tmp")); committed && len(matches) > 0 {
 			t.Logf("%s: leftover %v", what, matches)
 		}
+	}
+}
+
+// editMeta sets (or, with a nil value, deletes) meta keys of the journal
+// file at path with bbolt directly.
+func editMeta(t *testing.T, path string, kv map[string][]byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket([]byte("meta"))
+		for k, v := range kv {
+			var err error
+			if v == nil {
+				err = m.Delete([]byte(k))
+			} else {
+				err = m.Put([]byte(k), v)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBaseMeta: Open checks meta/base against the log and the base state.
+func TestBaseMeta(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.db")
+	archiveJournal(t, path, 2, 10)
+	if _, err := store.Archive(t.Context(), path, filepath.Join(dir, "a.db"), 10, []byte("state"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		kv   map[string][]byte
+		ok   bool
+	}{
+		{"as archived", nil, true},
+		{"not a number", map[string][]byte{"base": []byte("ten")}, false},
+		{"too long", map[string][]byte{"base": []byte("000000000000000000010")}, false},
+		{"twenty digits", map[string][]byte{"base": []byte("00000000000000000010")}, true},
+		{"past the log's end", map[string][]byte{"base": []byte("21")}, false},
+		{"records at or below it", map[string][]byte{"base": []byte("20")}, false},
+		{"no base state", map[string][]byte{"base_state": nil}, false},
+		{"no base", map[string][]byte{"base": nil, "base_state": nil}, false}, // the log starts at 11: a gap
+	} {
+		p := filepath.Join(t.TempDir(), "journal.db")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		editMeta(t, p, c.kv)
+		j, err := store.Open(p, &store.Options{ReadOnly: true})
+		if err == nil {
+			_, err = j.Verify(t.Context())
+			j.Close()
+		}
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.name, err)
+		} else if err != nil && !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", c.name, err)
+		}
+	}
+	// A base state that fails its checksum is reported as such.
+	p := filepath.Join(t.TempDir(), "journal.db")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	editMeta(t, p, map[string][]byte{"base_state": []byte("\x00\x00\x00\x00state")})
+	j := mustOpen(t, p, &store.Options{ReadOnly: true})
+	cps := checkpoints(t, j)
+	if len(cps) == 0 || !cps[0].Base || !errors.Is(cps[0].Err, store.ErrCheckpointDamaged) || cps[0].Data != nil {
+		t.Errorf("a damaged base state: %+v", cps)
+	}
+}
+
+// TestArchiveAtTheCut: a session that starts exactly at the cut and runs
+// past it is refused too.
+func TestArchiveAtTheCut(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.db")
+	archiveJournal(t, path, 2, 5) // 1..5, 6..10
+	if _, err := store.Archive(t.Context(), path, filepath.Join(dir, "a.db"), 6, nil, nil, nil); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("through the first record of a session: %v, want ErrInvalid", err)
+	}
+}
+
+// TestArchiveOrphan: an archive that was written but never committed (its
+// records are all still live) is replaced by the next Archive to the same
+// path; one of records the journal does not hold is not.
+func TestArchiveOrphan(t *testing.T) {
+	for _, through := range []uint64{10, 20} { // inside the log, and all of it
+		dir := t.TempDir()
+		path := filepath.Join(dir, "journal.db")
+		archiveJournal(t, path, 2, 10)
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := store.Archive(ctx, path, filepath.Join(dir, "a.db"), through, []byte("s"), nil, &store.ArchiveOptions{
+			Step: func(s string) {
+				if s == "archive-renamed" {
+					cancel() // stop before the live journal is rewritten
+				}
+			}})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("through %d: %v, want the cancel", through, err)
+		}
+		j := mustOpen(t, path, &store.Options{ReadOnly: true})
+		if j.Base() != 0 || len(sessionIDs(t, j)) != 2 {
+			t.Fatalf("through %d: the live journal changed", through)
+		}
+		j.Close()
+		if _, err := os.Stat(filepath.Join(dir, "a.db")); err != nil {
+			t.Fatalf("through %d: no orphan: %v", through, err)
+		}
+		if _, err := store.Archive(t.Context(), path, filepath.Join(dir, "a.db"), through, []byte("s"), nil, nil); err != nil {
+			t.Errorf("through %d: archiving over the orphan: %v", through, err)
+		}
+	}
+	// An archive of a longer journal is not this one's orphan.
+	dir := t.TempDir()
+	long, short := filepath.Join(dir, "long.db"), filepath.Join(dir, "short.db")
+	archiveJournal(t, long, 3, 10)
+	archiveJournal(t, short, 2, 10)
+	if _, err := store.Archive(t.Context(), long, filepath.Join(dir, "a.db"), 30, []byte("s"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Archive(t.Context(), short, filepath.Join(dir, "a.db"), 20, []byte("s"), nil, nil); !errors.Is(err, store.ErrArchiveExists) {
+		t.Errorf("over another journal's archive: %v, want ErrArchiveExists", err)
 	}
 }
