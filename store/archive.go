@@ -196,11 +196,12 @@ func (a *archiver) writeArchive(ctx context.Context, archivePath string) error {
 		if err := meta.Put(keySealed, []byte(sealed)); err != nil {
 			return err
 		}
-		if j.base > 0 { // the archive continues from the previous one
-			if err := meta.Put(keyBase, strconv.AppendUint(nil, j.base, 10)); err != nil {
-				return err
-			}
-			return meta.Put(keyBaseState, bytes.Clone(src.Bucket(bucketMeta).Get(keyBaseState)))
+		// The archive continues from the previous one (base 0: the first).
+		if err := meta.Put(keyBase, strconv.AppendUint(nil, j.base, 10)); err != nil {
+			return err
+		}
+		if st := src.Bucket(bucketMeta).Get(keyBaseState); st != nil {
+			return meta.Put(keyBaseState, bytes.Clone(st))
 		}
 		return nil
 	}, func(sid uuid.UUID) bool { return a.gone[sid] }, a.res.From, a.res.Through, true)
@@ -265,10 +266,9 @@ func (a *archiver) writeLive(ctx context.Context, path string, base []byte, fini
 	}
 	defer nj.Close()
 	if finish != nil {
-		if sid, evs := finish(*a.res); len(evs) > 0 {
-			if _, err := nj.Append(ctx, sid, NoStream, evs); err != nil {
-				return fmt.Errorf("record the archive: %w", err)
-			}
+		sid, evs := finish(*a.res)
+		if _, err := nj.Append(ctx, sid, NoStream, evs); err != nil {
+			return fmt.Errorf("record the archive: %w", err)
 		}
 	}
 	a.o.Step("live-written")

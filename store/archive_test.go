@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -91,14 +92,14 @@ func TestArchive(t *testing.T) {
 	mark := events.NewID()
 	var steps []string
 	res, err := store.Archive(ctx, path, filepath.Join(dir, "a1.db"), 80, []byte("base state"), archiveMark(mark),
-		&store.ArchiveOptions{Chunk: 30, Step: func(s string) { steps = append(steps, s) }})
+		&store.ArchiveOptions{Chunk: 39, Step: func(s string) { steps = append(steps, s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.From != 1 || res.Through != 80 || len(res.Sessions) != 2 || res.SizeAfter <= 0 || res.SizeBefore <= 0 {
 		t.Errorf("result %+v", res)
 	}
-	// Three record chunks (30+30+20) into the archive, two (30+10) into the
+	// Three record chunks (39+39+2) into the archive, two (39+1) into the
 	// live journal: every step reported, in order.
 	want := []string{"heads", "records", "records", "records", "archive-verified", "archive-renamed",
 		"heads", "records", "records", "live-written", "live-renamed"}
@@ -229,8 +230,9 @@ func TestArchiveRefuses(t *testing.T) {
 	path := filepath.Join(dir, "journal.db")
 	archiveJournal(t, path, 2, 10)
 	for _, through := range []uint64{0, 21, 5} {
-		if _, err := store.Archive(ctx, path, filepath.Join(dir, "x.db"), through, nil, nil, nil); !errors.Is(err, store.ErrInvalid) {
-			t.Errorf("through %d: %v, want ErrInvalid", through, err)
+		_, err := store.Archive(ctx, path, filepath.Join(dir, "x.db"), through, nil, nil, nil)
+		if !errors.Is(err, store.ErrInvalid) || through != 5 && !strings.Contains(err.Error(), "the journal holds 1..20") {
+			t.Errorf("through %d: %v, want ErrInvalid saying what the journal holds", through, err)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.db")); !errors.Is(err, os.ErrNotExist) {
@@ -251,8 +253,17 @@ func TestArchiveRefuses(t *testing.T) {
 	if _, err := store.Archive(ctx, path, filepath.Join(dir, "a.db"), 10, []byte("b"), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Archive(ctx, path, filepath.Join(dir, "a.db"), 20, []byte("b"), nil, nil); !errors.Is(err, store.ErrArchiveExists) {
-		t.Errorf("onto a committed archive: %v, want ErrArchiveExists", err)
+	// A temporary file left by an interrupted archive does not change that.
+	for _, tmp := range []string{filepath.Join(dir, "a.db.tmp"), path + ".compact.tmp"} {
+		if err := os.WriteFile(tmp, []byte("left over"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Archive(ctx, path, filepath.Join(dir, "a.db"), 20, []byte("b"), nil, nil); !errors.Is(err, store.ErrArchiveExists) {
+			t.Errorf("onto a committed archive, with %s left over: %v, want ErrArchiveExists", filepath.Base(tmp), err)
+		}
+		if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left over: %v", filepath.Base(tmp), err)
+		}
 	}
 	if _, err := store.Archive(ctx, path, filepath.Join(dir, "b.db"), 10, nil, nil, nil); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("through the base again: %v, want ErrInvalid", err)
@@ -515,5 +526,55 @@ func TestArchiveOrphan(t *testing.T) {
 	}
 	if _, err := store.Archive(t.Context(), short, filepath.Join(dir, "a.db"), 20, []byte("s"), nil, nil); !errors.Is(err, store.ErrArchiveExists) {
 		t.Errorf("over another journal's archive: %v, want ErrArchiveExists", err)
+	}
+}
+
+// TestArchiveInterleaved: sessions whose records alternate in the log have
+// sealed index segments; the archive carries them, and reads the sessions
+// back whole.
+func TestArchiveInterleaved(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.db")
+	j := mustOpen(t, path, noSync())
+	a, b, c := events.NewID(), events.NewID(), events.NewID()
+	for i := range 300 {
+		sid := a
+		if i%2 == 1 {
+			sid = b
+		}
+		if _, err := j.Append(ctx, sid, store.Any, evs(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sid := range []uuid.UUID{a, b, c} {
+		if _, err := j.Append(ctx, sid, store.Any, evs(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	// a and b end at 301 and 302; c runs from 303.
+	if _, err := store.Archive(ctx, path, filepath.Join(dir, "a.db"), 302, []byte("s"), nil, &store.ArchiveOptions{Chunk: 64}); err != nil {
+		t.Fatal(err)
+	}
+	ar := mustOpen(t, filepath.Join(dir, "a.db"), &store.Options{ReadOnly: true})
+	if _, err := ar.Verify(ctx); err != nil {
+		t.Fatalf("archive Verify: %v", err)
+	}
+	for _, sid := range []uuid.UUID{a, b} {
+		n := 0
+		if err := ar.ReadSession(ctx, sid, 1, func(e events.Event) error {
+			n++
+			if e.Seq != uint64(n) {
+				t.Fatalf("seq %d at %d", e.Seq, n)
+			}
+			return nil
+		}); err != nil || n != 151 {
+			t.Errorf("session %s in the archive: %d events, %v", sid, n, err)
+		}
+	}
+	live := mustOpen(t, path, &store.Options{ReadOnly: true})
+	if _, err := live.Verify(ctx); err != nil || !slices.Equal(sessionIDs(t, live), []uuid.UUID{c}) {
+		t.Errorf("live: %v, sessions %v", err, sessionIDs(t, live))
 	}
 }
