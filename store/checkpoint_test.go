@@ -227,3 +227,21 @@ func TestCheckpointDamaged(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointEmpty: a checkpoint may be empty (its value is then its
+// checksum alone).
+func TestCheckpointEmpty(t *testing.T) {
+	j := mustOpen(t, tempPath(t), noSync())
+	if _, err := j.Append(t.Context(), events.NewID(), store.Any, evs(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SaveCheckpoint(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(t.Context(), events.NewID(), store.Any, evs(1)); err != nil {
+		t.Fatal(err)
+	}
+	if cps := checkpoints(t, j); len(cps) != 1 || cps[0].Err != nil || len(cps[0].Data) != 0 {
+		t.Errorf("an empty checkpoint: %+v", cps)
+	}
+}
