@@ -102,10 +102,7 @@ func (h *History) Apply(e events.Event) {
 	case *events.ServerTransitioned:
 		if p.To == events.StateLaunching {
 			l := append(h.launches[e.Server], e.Time)
-			if len(l) > MaxLaunches {
-				l = slices.Delete(l, 0, len(l)-MaxLaunches)
-			}
-			h.launches[e.Server] = l
+			h.launches[e.Server] = l[max(len(l)-MaxLaunches, 0):] // append copies the kept 64 when it grows
 		}
 	}
 }
