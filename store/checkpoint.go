@@ -135,7 +135,7 @@ func (j *Journal) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 			cp := Checkpoint{GPos: base, Base: true}
 			var ok bool
 			if cp.Data, ok = unsealValue(tx.Bucket(bucketMeta).Get(keyBaseState)); !ok {
-				cp.Err = fmt.Errorf("%w: the base state (the fold of the %d archived records) fails its checksum; rebuild it from the archive", ErrCheckpointDamaged, base)
+				cp.Err = fmt.Errorf("%w: the base state (the fold of the %d archived records) fails its checksum: restore the journal from a backup (no command rebuilds it from the archives yet)", ErrCheckpointDamaged, base)
 			}
 			out = append(out, cp)
 		}
