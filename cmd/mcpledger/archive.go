@@ -228,13 +228,12 @@ func (e *env) archivePlan(ctx context.Context, j *store.Journal, cutoff time.Tim
 	taken := 0
 	blocked := ""
 	for i, s := range heads {
-		sum, _ := h.Session(s.Session)
-		if !sum.Stopped || s.LastTime >= cutoff.UnixNano() {
+		if !archivable(s, h, cutoff) {
 			why := "still running or interrupted"
-			if sum.Stopped {
+			if sum, _ := h.Session(s.Session); sum.Stopped {
 				why = "ended after the cutoff"
 			}
-			if hasOlderAfter(heads[i+1:], h, cutoff) {
+			if slices.ContainsFunc(heads[i+1:], func(s store.SessionInfo) bool { return archivable(s, h, cutoff) }) {
 				blocked = fmt.Sprintf("session %s (%s, started %s) and everything after it stay: the archive takes the oldest sessions in journal order",
 					s.Session, why, time.Unix(0, s.FirstTime).UTC().Format(time.RFC3339))
 			}
@@ -248,14 +247,10 @@ func (e *env) archivePlan(ctx context.Context, j *store.Journal, cutoff time.Tim
 	return through, len(heads) - taken, blocked, nil
 }
 
-// hasOlderAfter reports whether a session in rest would have qualified.
-func hasOlderAfter(rest []store.SessionInfo, h *projections.History, cutoff time.Time) bool {
-	for _, s := range rest {
-		if sum, _ := h.Session(s.Session); sum.Stopped && s.LastTime < cutoff.UnixNano() {
-			return true
-		}
-	}
-	return false
+// archivable reports whether session s stopped, and before cutoff.
+func archivable(s store.SessionInfo, h *projections.History, cutoff time.Time) bool {
+	sum, _ := h.Session(s.Session)
+	return sum.Stopped && s.LastTime < cutoff.UnixNano()
 }
 
 // archiveSession is the short session that records an archive: its
