@@ -77,7 +77,7 @@ func (s *stream) out(server string, p events.Payload) events.Event {
 }
 
 func (s *stream) start() events.Event {
-	return s.in("", &events.SessionStarted{Seed: 1, Build: "test", Version: "v0.0.0"})
+	return s.in("", &events.SessionStarted{Seed: 1, Build: "test", Version: "v0.0.0", Command: "run"})
 }
 
 func (s *stream) config(servers ...events.ServerConfig) events.Event {

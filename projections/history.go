@@ -15,8 +15,12 @@ import (
 // HistoryVersion is the version of [History]'s fold and of its checkpoint
 // encoding. Bump it whenever History.Apply changes what it keeps or how:
 // a checkpoint of another version is refused with [ErrHistoryVersion], and
-// its reader rebuilds History from the journal instead.
-const HistoryVersion = 1
+// its reader rebuilds History from the journal instead. A base state
+// (which nothing can rebuild) of an older version is converted instead
+// ([DecodeBase]).
+//
+// Version 2 added SessionSummary.Command.
+const HistoryVersion = 2
 
 // MaxLaunches is how many launch times History keeps per server, newest
 // last: enough for any storm-breaker limit (fsm.MaxStormLimit).
@@ -65,6 +69,10 @@ type SessionSummary struct {
 	FirstGPos uint64 `json:"first_gpos"`
 	// Servers are the servers the session's events name, sorted.
 	Servers []string `json:"servers,omitempty"`
+	// Command is the command that ran the session (session.started's:
+	// run, serve, demo, call, approve, reject, archive), "" if unknown (a
+	// session summarised by a version 1 base state).
+	Command string `json:"command,omitempty"`
 	// Stopped reports whether the session recorded session.stopped;
 	// Reason is its reason.
 	Stopped bool          `json:"stopped,omitempty"`
@@ -95,6 +103,8 @@ func (h *History) Apply(e events.Event) {
 		}
 	}
 	switch p := e.Payload.(type) {
+	case *events.SessionStarted:
+		s.Command = p.Command
 	case *events.SessionStopped:
 		s.Stopped, s.Reason = true, p.Reason
 	case *events.JournalArchived:
@@ -186,9 +196,18 @@ type serverLaunches struct {
 
 // Encode returns h as a checkpoint: deterministic bytes that
 // [DecodeHistory] turns back into an equal History.
-func (h *History) Encode() []byte {
-	d := historyDoc{Version: HistoryVersion, GPos: h.GPos, Pending: h.Approvals.Pending(),
+func (h *History) Encode() []byte { return h.encode(HistoryVersion) }
+
+// encode encodes h as version v wrote it: version 1 had no session
+// commands.
+func (h *History) encode(v int) []byte {
+	d := historyDoc{Version: v, GPos: h.GPos, Pending: h.Approvals.Pending(),
 		Cache: h.Cache.Entries(), CacheGen: h.Cache.version, Sessions: h.Sessions()}
+	if v == 1 {
+		for i := range d.Sessions {
+			d.Sessions[i].Command = ""
+		}
+	}
 	for _, k := range sortedApprovalKeys(h.Approvals.decided) {
 		d.Decided = append(d.Decided, h.Approvals.decided[k].clone())
 	}
@@ -213,15 +232,49 @@ func (h *History) Encode() []byte {
 // [ErrHistoryVersion] for a checkpoint of another version and with
 // [ErrHistoryEncoding] for bytes that are not one.
 func DecodeHistory(b []byte) (*History, error) {
+	v, err := historyVersion(b)
+	if err != nil {
+		return nil, err
+	}
+	if v != HistoryVersion {
+		return nil, fmt.Errorf("%w: version %d, this build folds version %d", ErrHistoryVersion, v, HistoryVersion)
+	}
+	return decodeHistory(b)
+}
+
+// DecodeBase is [DecodeHistory] for a journal's base state, the one
+// checkpoint that cannot be rebuilt from the journal: one of an older
+// version is converted (a version 1 state gives sessions without a
+// Command) instead of refused.
+func DecodeBase(b []byte) (*History, error) {
+	v, err := historyVersion(b)
+	if err != nil {
+		return nil, err
+	}
+	if v < 1 || v > HistoryVersion {
+		return nil, fmt.Errorf("%w: version %d, this build folds versions 1 to %d", ErrHistoryVersion, v, HistoryVersion)
+	}
+	return decodeHistory(b)
+}
+
+// BaseIs reports whether base, a base state of any version DecodeBase
+// reads, is exactly h encoded as that version.
+func BaseIs(base []byte, h *History) bool {
+	v, err := historyVersion(base)
+	return err == nil && v >= 1 && v <= HistoryVersion && bytes.Equal(base, h.encode(v))
+}
+
+func historyVersion(b []byte) (int, error) {
 	var v struct {
 		Version int `json:"version"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrHistoryEncoding, err)
+		return 0, fmt.Errorf("%w: %v", ErrHistoryEncoding, err)
 	}
-	if v.Version != HistoryVersion {
-		return nil, fmt.Errorf("%w: version %d, this build folds version %d", ErrHistoryVersion, v.Version, HistoryVersion)
-	}
+	return v.Version, nil
+}
+
+func decodeHistory(b []byte) (*History, error) {
 	var d historyDoc
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -327,7 +380,11 @@ func Resume(cps []Stored, before uint64) (h *History, skipped []error, err error
 			}
 			continue
 		}
-		h, err := DecodeHistory(cp.Data)
+		decode := DecodeHistory
+		if cp.Base {
+			decode = DecodeBase
+		}
+		h, err := decode(cp.Data)
 		if err == nil && h.GPos != cp.GPos {
 			err = fmt.Errorf("%w: stored at gpos %d, covers gpos %d", ErrHistoryEncoding, cp.GPos, h.GPos)
 		}

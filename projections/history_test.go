@@ -102,8 +102,8 @@ func TestHistoryFold(t *testing.T) {
 	if s := ss[0]; !s.Stopped || s.Reason != events.ReasonShutdown || !slices.Equal(s.Servers, []string{"git", "web"}) || s.FirstGPos != 1 {
 		t.Errorf("session 1 = %+v", s)
 	}
-	if s := ss[1]; s.Stopped || !slices.Equal(s.Servers, []string{"web"}) {
-		t.Errorf("session 2 = %+v, want not stopped, web", s)
+	if s := ss[1]; s.Stopped || !slices.Equal(s.Servers, []string{"web"}) || s.Command != "run" {
+		t.Errorf("session 2 = %+v, want not stopped, web, run", s)
 	}
 	if last, ok := h.Last(); !ok || last.Session != ss[2].Session || !last.Stopped {
 		t.Errorf("Last = %+v (the session whose first event came last)", last)
@@ -288,5 +288,44 @@ func TestHistoryForgetsArchivedSessions(t *testing.T) {
 	d, err := DecodeHistory(h.Encode())
 	if err != nil || !reflect.DeepEqual(d.Sessions(), got) {
 		t.Errorf("decoded: %v, %+v", err, d.Sessions())
+	}
+}
+
+// TestBaseOfVersion1: a base state written before version 2 (no session
+// commands) is still read, as the base of an archived journal must be;
+// an ordinary checkpoint of version 1 is refused (the fold rebuilds it);
+// BaseIs compares a fold with a base in the base's own version.
+func TestBaseOfVersion1(t *testing.T) {
+	h := foldHistory(historyJournal())
+	v1 := h.encode(1)
+	if bytes.Contains(v1, []byte(`"command":"run"`)) || !bytes.Contains(h.Encode(), []byte(`"command":"run"`)) {
+		t.Fatalf("version 1 encoding has commands, or version 2 has none:\n%s", v1)
+	}
+	if _, err := DecodeHistory(v1); !errors.Is(err, ErrHistoryVersion) {
+		t.Errorf("DecodeHistory(version 1) = %v, want ErrHistoryVersion", err)
+	}
+	b, err := DecodeBase(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss := b.Sessions(); len(ss) != 3 || ss[0].Command != "" || !ss[0].Stopped {
+		t.Errorf("sessions of a version 1 base: %+v", ss)
+	}
+	if !BaseIs(v1, h) || !BaseIs(h.Encode(), h) {
+		t.Error("BaseIs does not recognise the fold in the base's version")
+	}
+	if BaseIs(v1, foldHistory(historyJournal()[:5])) {
+		t.Error("BaseIs matched another fold")
+	}
+	cps := []Stored{{GPos: h.GPos, Data: v1, Base: true}}
+	if r, _, err := Resume(cps, 0); err != nil || r.GPos != h.GPos {
+		t.Errorf("Resume from a version 1 base: %v", err)
+	}
+	cps[0].Base = false
+	if r, skipped, err := Resume(cps, 0); err != nil || r.GPos != 0 || len(skipped) != 1 {
+		t.Errorf("Resume from a version 1 checkpoint: gpos %d, skipped %v, %v; want it passed over", r.GPos, skipped, err)
+	}
+	if _, err := DecodeBase([]byte(`{"version":3}`)); !errors.Is(err, ErrHistoryVersion) {
+		t.Errorf("DecodeBase(version 3) = %v", err)
 	}
 }

@@ -13,7 +13,7 @@ var (
 	// ErrLocked is returned when another process holds the journal file:
 	// only one process may open it for writing, and a writer excludes
 	// readers. Open waits [Options.LockTimeout] before giving up.
-	ErrLocked = errors.New(`store: journal is locked by another process (is "mcpledger run" or "serve" running? stop it or talk to it over its control socket)`)
+	ErrLocked = errors.New("store: journal is locked by another process")
 
 	// ErrNotJournal is returned when the file exists but is not a bbolt
 	// file, or is a bbolt file without the journal's meta/format.

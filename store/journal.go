@@ -73,6 +73,7 @@ const initialMmapSize = 1 << 30
 type Journal struct {
 	db       *bolt.DB
 	path     string
+	intent   *os.File // the intent lock (intent.go); nil when read-only
 	log      *slog.Logger
 	readOnly bool
 	maxBatch int
@@ -178,8 +179,26 @@ func open(path string, opts *Options) (*Journal, error) {
 	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create journal directory: %w", err)
 	}
+	var intent *os.File // a writer's intent lock (intent.go), held until Close
+	if !o.ReadOnly {
+		var err error
+		if intent, err = takeIntent(path, o.LockTimeout); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if intent != nil { // not handed to the Journal: Open failed
+				_ = intent.Close()
+			}
+		}()
+		if err := awaitReaders(path, o.LockTimeout); err != nil {
+			return nil, err
+		}
+	}
 	// Before bbolt maps a truncated file, or reads a damaged freelist.
 	if err := checkFile(path, o.LockTimeout); err != nil {
+		if errors.Is(err, ErrLocked) {
+			return nil, lockedError(path, path, ErrLocked)
+		}
 		return nil, err
 	}
 	db, err := boltOpen(path, &bolt.Options{
@@ -192,7 +211,10 @@ func open(path string, opts *Options) (*Journal, error) {
 		InitialMmapSize: initialMmapSize,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, translate(err))
+		if err = translate(err); errors.Is(err, ErrLocked) {
+			return nil, lockedError(path, path, err)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	opened := false
 	defer func() { // a panic below (a damaged page): release the file first
@@ -249,6 +271,7 @@ func open(path string, opts *Options) (*Journal, error) {
 		go j.write() // owned by j: Close waits for writerDone
 	}
 	j.log.Info("journal opened", logKeyReadOnly, o.ReadOnly, logKeyNoSync, o.NoSync)
+	j.intent, intent = intent, nil
 	opened = true
 	return j, nil
 }
@@ -370,6 +393,9 @@ func (j *Journal) Close() error {
 			break
 		}
 		j.closeErr = translate(j.db.Close())
+		if j.intent != nil {
+			_ = j.intent.Close() // after the file: a reader's next lease finds it free
+		}
 		j.log.Info("journal closed")
 	})
 	return j.closeErr

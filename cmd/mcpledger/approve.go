@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/control"
 )
@@ -64,7 +65,7 @@ func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer j.Close()
-	if _, err := rt.RecordApproval(ctx, storeJournal{j}, lc.Observed.Workspace, *cfg, c.decision, by, buildID(),
+	if _, err := rt.RecordApproval(ctx, storeJournal{j.Journal}, lc.Observed.Workspace, *cfg, c.decision, by, buildID(),
 		func() int64 { return time.Now().UnixNano() }); err != nil {
 		return err
 	}
@@ -132,8 +133,17 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 // approval decisions, without a running mcpledger.
 func (c *ApprovalsCommand) offline(ctx context.Context, f *commandFlags, cf *configFlags) ([]rt.ApprovalRow, error) {
 	lc := cf.loader(c.env)()
-	set, err := c.env.foldLast(ctx, f)
-	if err != nil && !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no journal at") {
+	// Every decision up to now, including those recorded after the last
+	// run (an offline approve).
+	var approvals *projections.Approvals
+	if j, err := f.openReadOnly(ctx); err == nil {
+		h, err := c.env.history(ctx, j, 0)
+		j.Close()
+		if err != nil {
+			return nil, err
+		}
+		approvals = h.Approvals
+	} else if !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no journal at") {
 		return nil, err
 	}
 	var rows []rt.ApprovalRow
@@ -142,8 +152,8 @@ func (c *ApprovalsCommand) offline(ctx context.Context, f *commandFlags, cf *con
 			continue
 		}
 		row := rt.ApprovalRow{Server: s.Name, Scope: s.Scope, Hash: s.Hash, State: "pending"}
-		if set != nil {
-			if d, ok := set.Approvals.Lookup(lc.Observed.Workspace, s.Name); ok {
+		if approvals != nil {
+			if d, ok := approvals.Lookup(lc.Observed.Workspace, s.Name); ok {
 				row.DecidedHash, row.Decision, row.By, row.At = d.Hash, d.Decision, d.By, d.At
 				switch {
 				case d.Hash == s.Hash && d.Decision == events.DecisionApprove:

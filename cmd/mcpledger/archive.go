@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/hex"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -300,39 +298,8 @@ func (e *env) lockedError(path string, err error, what string) error {
 		return err
 	}
 	holder := "another process"
-	if pid, cmd, ok := lockHolder(path); ok {
-		holder = fmt.Sprintf("process %d (%s)", pid, cmd)
+	if h, ok := store.LockHolder(path); ok {
+		holder = h.String()
 	}
 	return fmt.Errorf("%s needs the journal %s alone, and %s holds it: stop it, or use run --retain DURATION to archive at the start of a run", what, path, holder)
-}
-
-// lockHolder finds, in /proc/locks, a process other than this one holding
-// a lock on the file at path, and its command line.
-func lockHolder(path string) (int, string, bool) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return 0, "", false
-	}
-	ino := strconv.FormatUint(info.Sys().(*syscall.Stat_t).Ino, 10)
-	f, err := os.Open("/proc/locks")
-	if err != nil {
-		return 0, "", false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// 1: FLOCK  ADVISORY  WRITE 4242 fd:01:123456 0 EOF
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[1] == "->" {
-			continue
-		}
-		id := strings.Split(fields[5], ":")
-		pid, err := strconv.Atoi(fields[4])
-		if err != nil || len(id) != 3 || id[2] != ino || pid == os.Getpid() {
-			continue
-		}
-		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		return pid, strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")), true
-	}
-	return 0, "", false
 }

@@ -4,10 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"path/filepath"
-
-	"github.com/mcpledger/mcpledger/store"
 )
 
 // commandFlags is a command's flag set with the common flags every
@@ -64,18 +61,4 @@ func (f *commandFlags) journalPath() (path, from string, err error) {
 		return "", "", errors.New("no journal path: set --journal PATH, MCPLEDGER_JOURNAL, XDG_STATE_HOME or HOME")
 	}
 	return filepath.Join(home, ".local", "state", "mcpledger", "journal.db"), "the default", nil
-}
-
-// openReadOnly opens the journal for reading. A missing file is an error
-// that says where it looked and how to point elsewhere.
-func (f *commandFlags) openReadOnly() (*store.Journal, error) {
-	path, from, err := f.journalPath()
-	if err != nil {
-		return nil, err
-	}
-	j, err := f.env.openJournal(path, &store.Options{ReadOnly: true})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no journal at %s (from %s); pass --journal PATH or set MCPLEDGER_JOURNAL", path, from)
-	}
-	return j, err
 }

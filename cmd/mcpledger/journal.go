@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -17,15 +19,67 @@ import (
 	"github.com/mcpledger/mcpledger/store"
 )
 
+// ledger is what the read commands need of a journal: *store.Reader,
+// which reads it beside a running writer, or *store.Journal.
+type ledger interface {
+	replay.Reader
+	Path() string
+	Base() uint64
+	Sessions(ctx context.Context) ([]store.SessionInfo, error)
+	Head(ctx context.Context, session uuid.UUID) (store.SessionInfo, error)
+	Follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error
+	Checkpoints(ctx context.Context) ([]store.Checkpoint, error)
+	Verify(ctx context.Context) (store.VerifyReport, error)
+	Close() error
+}
+
+var (
+	_ ledger = (*store.Reader)(nil)
+	_ ledger = (*store.Journal)(nil)
+)
+
+// readJournal adapts a ledger to what runtime and replay read through:
+// runtime.LoadHistory and replay's checkpoint reads. It appends nothing.
+type readJournal struct{ l ledger }
+
+var (
+	_ runtime.CheckpointJournal = readJournal{}
+	_ replay.CheckpointReader   = readJournal{}
+)
+
+func (s readJournal) Append(context.Context, uuid.UUID, []events.Event) error {
+	return store.ErrReadOnly
+}
+
+func (s readJournal) AppendLater(uuid.UUID, []events.Event) func(context.Context) error {
+	return func(context.Context) error { return store.ErrReadOnly }
+}
+
+func (s readJournal) ReadSession(ctx context.Context, sid uuid.UUID, from uint64, fn func(events.Event) error) error {
+	return s.l.ReadSession(ctx, sid, from, fn)
+}
+
+func (s readJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
+	return s.l.ReadAll(ctx, from, fn)
+}
+
+func (s readJournal) Checkpoints(ctx context.Context) ([]projections.Stored, error) {
+	cps, err := s.l.Checkpoints(ctx)
+	out := make([]projections.Stored, len(cps))
+	for i, cp := range cps {
+		out[i] = projections.Stored{GPos: cp.GPos, Data: cp.Data, Err: cp.Err, Base: cp.Base}
+	}
+	return out, err
+}
+
+func (s readJournal) SaveCheckpoint(uint64, []byte) error { return store.ErrReadOnly }
+
 // storeJournal adapts *store.Journal to runtime.Journal: the Manager
 // pre-assigns seqs, so every append expects the session to end right
 // before its first event.
 type storeJournal struct{ j *store.Journal }
 
-var (
-	_ runtime.CheckpointJournal = storeJournal{}
-	_ replay.CheckpointReader   = storeJournal{}
-)
+var _ runtime.CheckpointJournal = storeJournal{}
 
 func (s storeJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Event) error {
 	_, err := s.j.Append(ctx, sid, store.Exact(evs[0].Seq-1), evs)
@@ -37,30 +91,47 @@ func (s storeJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(contex
 	return func(ctx context.Context) error { _, err := p.Wait(ctx); return err }
 }
 
-func (s storeJournal) ReadSession(ctx context.Context, sid uuid.UUID, from uint64, fn func(events.Event) error) error {
-	return s.j.ReadSession(ctx, sid, from, fn)
-}
-
 func (s storeJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
 	return s.j.ReadAll(ctx, from, fn)
 }
 
 func (s storeJournal) Checkpoints(ctx context.Context) ([]projections.Stored, error) {
-	cps, err := s.j.Checkpoints(ctx)
-	out := make([]projections.Stored, len(cps))
-	for i, cp := range cps {
-		out[i] = projections.Stored{GPos: cp.GPos, Data: cp.Data, Err: cp.Err, Base: cp.Base}
-	}
-	return out, err
+	return readJournal{s.j}.Checkpoints(ctx)
 }
 
 func (s storeJournal) SaveCheckpoint(gpos uint64, data []byte) error {
 	return s.j.SaveCheckpoint(gpos, data)
 }
 
-// openWritable opens (creating if needed) the journal for a supervising
-// command. A journal held by another process is reported with what to do.
-func (f *commandFlags) openWritable() (*store.Journal, string, error) {
+// writer is a journal this process holds for writing, and the control
+// socket through which it answers the reads of other commands (and,
+// once SetManager is called, their ops on servers).
+type writer struct {
+	*store.Journal
+	srv *control.Server // nil if the socket could not be served
+}
+
+// Close stops serving the socket (ending reads in progress: their readers
+// go on from the file), then closes the journal.
+func (w *writer) Close() error {
+	if w.srv != nil {
+		_ = w.srv.Close()
+	}
+	return w.Journal.Close()
+}
+
+// SetManager makes m answer the control socket's ops on servers.
+func (w *writer) SetManager(m *runtime.Manager) {
+	if w.srv != nil {
+		w.srv.SetManager(m)
+	}
+}
+
+// openWritable opens (creating if needed) the journal for a command that
+// writes, and serves the reads of other commands on its control socket
+// for as long as it holds it. A journal held by another process is
+// reported with its holder and what to do.
+func (f *commandFlags) openWritable() (*writer, string, error) {
 	path, _, err := f.journalPath()
 	if err != nil {
 		return nil, "", err
@@ -70,13 +141,43 @@ func (f *commandFlags) openWritable() (*store.Journal, string, error) {
 	}
 	j, err := f.env.openJournal(path, nil)
 	if errors.Is(err, store.ErrLocked) {
-		return nil, "", fmt.Errorf("%w\n(commands like status, tools and call reach a running mcpledger over %s)", err, control.Path(path))
+		return nil, "", fmt.Errorf("%w\n(another mcpledger writes it: read commands work beside it; status, tools and call reach a running run or serve over %s; stop it to do this)", err, control.Path(path))
 	}
-	return j, path, err
+	if err != nil {
+		return nil, "", err
+	}
+	w := &writer{Journal: j}
+	srv, err := control.Serve(control.Path(path), control.Options{
+		Reads: func(ctx context.Context, req []byte, out io.Writer) error { return store.ServeRead(ctx, j, req, out) },
+	})
+	if err != nil {
+		fmt.Fprintln(f.env.stderr, "mcpledger: warning:", err, "(other commands cannot read the journal while this one runs)")
+	} else {
+		w.srv = srv
+	}
+	return w, path, nil
 }
 
-// control returns a client for the mcpledger process holding the journal,
-// or nil when none is running.
+// openReadOnly opens the journal for reading, beside a process that
+// writes it or not (store.Reader). A missing file is an error that says
+// where it looked and how to point elsewhere.
+func (f *commandFlags) openReadOnly(ctx context.Context) (ledger, error) {
+	path, from, err := f.journalPath()
+	if err != nil {
+		return nil, err
+	}
+	sock := control.Path(path)
+	r, err := store.OpenReader(ctx, path, &store.ReaderOptions{
+		Remote: func(ctx context.Context, req []byte) (io.ReadCloser, error) { return control.Read(ctx, sock, req) },
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no journal at %s (from %s); pass --journal PATH or set MCPLEDGER_JOURNAL", path, from)
+	}
+	return r, err
+}
+
+// control returns a client for the mcpledger process holding the journal
+// and supervising servers, or nil when none is running.
 func (f *commandFlags) control() *control.Client {
 	path, _, err := f.journalPath()
 	if err != nil {
@@ -93,8 +194,8 @@ func (f *commandFlags) control() *control.Client {
 // all of them), resuming from the newest usable checkpoint. A checkpoint
 // passed over for damage is reported on stderr; one of another version
 // is rebuilt silently (by the next run).
-func (e *env) history(ctx context.Context, j *store.Journal, before uint64) (*projections.History, error) {
-	h, _, err := runtime.LoadHistory(ctx, storeJournal{j}, before, func(err error) {
+func (e *env) history(ctx context.Context, j ledger, before uint64) (*projections.History, error) {
+	h, _, err := runtime.LoadHistory(ctx, readJournal{j}, before, func(err error) {
 		if !errors.Is(err, projections.ErrHistoryVersion) {
 			fmt.Fprintf(e.stderr, "mcpledger: warning: %v; reading the journal from before it instead (mcpledger verify reports it)\n", err)
 		}

@@ -127,63 +127,6 @@ func faultConfig(t *testing.T, dir string, crashy bool) string {
 	return cfg
 }
 
-// TestJournalLockedByAnotherProcess: while `mcpledger run` in another
-// process holds the journal, every command that opens it fails within
-// about a second (the lock timeout) with ErrLocked and a message that
-// says what to do, and status reaches the running process instead.
-func TestJournalLockedByAnotherProcess(t *testing.T) {
-	dir := t.TempDir()
-	cfg := faultConfig(t, dir, false)
-	jp := filepath.Join(dir, "journal.db")
-	holder, stderr := cliProcess(t, nil, "run", "--journal", jp, "--mcp-config", cfg, "--workspace", dir)
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = holder.Process.Kill()
-		_ = holder.Wait()
-	})
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "session "); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the holder did not start: %s", stderr.String())
-		}
-	}
-
-	for _, args := range [][]string{
-		{"run", "--once", "--mcp-config", cfg, "--workspace", dir},
-		{"verify"},
-		{"sessions"},
-		{"log"},
-		{"export", "last"},
-	} {
-		t0 := time.Now()
-		r := runCLI(t, append(args, "--journal", jp)...)
-		took := time.Since(t0)
-		if !errors.Is(r.err, store.ErrLocked) || !strings.Contains(r.err.Error(), "locked by another process") {
-			t.Errorf("%s on a locked journal: %v", args[0], r.err)
-		}
-		if took > 2*time.Second {
-			t.Errorf("%s gave up after %v", args[0], took)
-		}
-		t.Logf("%s: failed after %v: %v", args[0], took.Round(time.Millisecond), r.err)
-	}
-	// status talks to the running process over its control socket.
-	r := runCLI(t, "status", "--journal", jp)
-	if r.err != nil || !strings.Contains(r.stdout, "(running)") || !strings.Contains(r.stdout, "good") {
-		t.Errorf("status while another process runs: %v\n%s", r.err, r.stdout)
-	}
-
-	if err := holder.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Wait(); err != nil {
-		t.Errorf("the holder ended with %v: %s", err, stderr.String())
-	}
-	if r := runCLI(t, "verify", "--journal", jp); r.err != nil {
-		t.Errorf("verify once the holder stopped: %v", r.err)
-	}
-}
-
 // recordedJournal runs `run --once` on a config with a healthy and a
 // crashing server and returns the journal path and the session's ID.
 func recordedJournal(t *testing.T) (string, uuid.UUID) {

@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -18,14 +21,15 @@ type LogCommand struct {
 	env *env
 }
 
-// Run runs `log [--session ID|last] [--server N] [--kind K] [--follow] [--json]`.
+// Run runs `log [--session ID|last] [--server N] [--kind K] [--from GPOS] [--follow] [--json]`.
 func (c *LogCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("log", "[--session ID|last] [--server N] [--kind K] [--follow] [--json]")
+	f := c.env.newCommandFlags("log", "[--session ID|last] [--server N] [--kind K] [--from GPOS] [--follow] [--json]")
 	sessionArg := f.String("session", "", "only the session `ID` (a unique prefix, or last)")
 	server := f.String("server", "", "only events about the server `N`")
 	kind := f.String("kind", "", "only events of kind `K` (e.g. server.transitioned)")
 	follow := f.Bool("follow", false, "after the stored events, print new ones as they are committed, until interrupted")
 	asJSON := f.Bool("json", false, "print one JSON object a line")
+	fromGPos := f.Uint64("from", 0, "start at global position `GPOS` (the gpos of --json output: one more than the last one seen resumes a follow)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -36,7 +40,12 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 		}
 		return usageErrorf("log: unknown kind %q; kinds are %s", *kind, strings.Join(names, ", "))
 	}
-	j, err := f.openReadOnly()
+	if *follow {
+		if err := c.awaitJournal(ctx, f); err != nil {
+			return err
+		}
+	}
+	j, err := f.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -51,25 +60,29 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 		}
 		session, from = info.Session, info.FirstGPos
 	}
+	from = max(from, *fromGPos)
 
-	w := bufio.NewWriter(c.env.stdout)
+	w := &flusher{w: bufio.NewWriter(c.env.stdout)}
+	defer w.stop()
 	print := func(e events.Event) error {
 		if (session != uuid.Nil && e.Session != session) || (*server != "" && e.Server != *server) ||
 			(*kind != "" && string(e.Kind) != *kind) {
 			return nil
 		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		if *asJSON {
 			b, err := json.Marshal(e)
 			if err != nil {
 				return fmt.Errorf("event %s/%d: %w", e.Session, e.Seq, err)
 			}
-			w.Write(b)
-			w.WriteByte('\n')
+			w.w.Write(b)
+			w.w.WriteByte('\n')
 		} else {
-			writeEventLine(w, &e)
+			writeEventLine(w.w, &e)
 		}
 		if *follow {
-			return w.Flush()
+			return w.soon()
 		}
 		return nil
 	}
@@ -79,13 +92,82 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			err = nil // interrupted: the normal end of --follow
 		}
-	case session != uuid.Nil:
+	case session != uuid.Nil && *fromGPos == 0:
 		err = j.ReadSession(ctx, session, 1, print)
 	default:
-		err = j.ReadAll(ctx, 1, print)
+		err = j.ReadAll(ctx, from, print)
 	}
-	if ferr := w.Flush(); err == nil {
+	if ferr := w.flush(); err == nil {
 		err = ferr
 	}
 	return err
+}
+
+// awaitJournal waits for the journal file to exist, for a follow started
+// before the first run.
+func (c *LogCommand) awaitJournal(ctx context.Context, f *commandFlags) error {
+	path, _, err := f.journalPath()
+	if err != nil {
+		return err
+	}
+	said := false
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if !said {
+			fmt.Fprintf(c.env.stderr, "mcpledger: waiting for the journal %s to be created\n", path)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil // interrupted: the normal end of --follow
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// followFlushDelay is how long a followed event may wait in the buffer
+// for others to share its write: a burst of commits costs a few writes,
+// and an event is still on screen well within 100ms of its commit.
+const followFlushDelay = 5 * time.Millisecond
+
+// flusher is log's output: buffered, and for --follow flushed
+// followFlushDelay after the first event written since the last flush.
+type flusher struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	timer *time.Timer
+	err   error // the last timed flush's
+}
+
+// soon arms the timed flush. Callers hold mu.
+func (f *flusher) soon() error {
+	if f.err != nil {
+		return f.err // stdout is gone (a closed pipe): stop following
+	}
+	if f.timer == nil {
+		f.timer = time.AfterFunc(followFlushDelay, func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.timer = nil
+			f.err = f.w.Flush()
+		})
+	}
+	return nil
+}
+
+func (f *flusher) flush() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.w.Flush()
+}
+
+func (f *flusher) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.timer != nil {
+		f.timer.Stop()
+		f.timer = nil
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"reflect"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -136,15 +136,16 @@ func TestLogJSON(t *testing.T) {
 // and cancelling the context ends the command without an error.
 func TestLogFollow(t *testing.T) {
 	f := newFixture(t)
-	j := mustCreate(t, f.path) // held for writing, as `mcpledger run` would
+	j := mustCreate(t, f.path) // held for writing, its reads served, as `mcpledger run` does
+	srv, err := control.Serve(control.Path(f.path), control.Options{
+		Reads: func(ctx context.Context, req []byte, w io.Writer) error { return store.ServeRead(ctx, j, req, w) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
 	pr, pw := io.Pipe()
 	e := &env{stdin: strings.NewReader(""), stdout: pw, stderr: io.Discard, getenv: func(string) string { return "" },
-		openJournal: func(path string, _ *store.Options) (*store.Journal, error) {
-			if path != f.path {
-				return nil, errors.New("unexpected path " + path)
-			}
-			return j, nil
-		}}
+		openJournal: store.Open}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)

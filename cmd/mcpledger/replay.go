@@ -31,7 +31,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(rest); err != nil {
 		return err
 	}
-	j, err := f.openReadOnly()
+	j, err := f.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	snap, err := replay.At(ctx, storeJournal{j}, info.Session, seq)
+	snap, err := replay.At(ctx, readJournal{j}, info.Session, seq)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	}
 	w := c.env.stdout
 	fmt.Fprintf(w, "session %s after seq %d (%s)\n\n", snap.Session, snap.Seq, time.Unix(0, snap.Time).UTC().Format(time.RFC3339Nano))
-	printStatus(w, snap.Status.Servers, time.Unix(0, snap.Time))
+	printStatus(w, snap.Status.Servers, time.Unix(0, snap.Time), "STATE")
 	fmt.Fprintf(w, "\ntools (%d):\n", len(snap.Catalog.Tools))
 	for _, t := range snap.Catalog.Tools {
 		mark := ""
@@ -132,7 +132,7 @@ func (c *ExportCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(rest); err != nil {
 		return err
 	}
-	j, err := f.openReadOnly()
+	j, err := f.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -226,12 +226,12 @@ func (c *WhyCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
-	sj, err := f.openReadOnly()
+	sj, err := f.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
 	defer sj.Close()
-	j := storeJournal{sj}
+	j := readJournal{sj}
 	info, err := findSession(ctx, sj, *session)
 	if err != nil {
 		return err

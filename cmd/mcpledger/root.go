@@ -97,8 +97,19 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the flag set printed the command's help
 	}
+	if err != nil && ctx.Err() != nil {
+		return &interruptedError{err: err}
+	}
 	return err
 }
+
+// interruptedError is the error of a command that Ctrl-C (or SIGTERM)
+// cut short. It exits with status 130, as a shell reports a command
+// killed by SIGINT.
+type interruptedError struct{ err error }
+
+func (e *interruptedError) Error() string { return "interrupted: " + e.err.Error() }
+func (e *interruptedError) Unwrap() error { return e.err }
 
 func (e *env) usage() { fmt.Fprint(e.stderr, usage) }
 
@@ -171,8 +182,12 @@ func usageErrorf(format string, args ...any) error {
 // exitCode maps an error returned by run to the process exit status.
 func exitCode(err error) int {
 	var ue *usageError
-	if errors.As(err, &ue) {
+	var ie *interruptedError
+	switch {
+	case errors.As(err, &ue):
 		return 2
+	case errors.As(err, &ie):
+		return 130
 	}
 	return 1
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -75,19 +78,31 @@ func TestJournalPath(t *testing.T) {
 	}
 }
 
-// TestLocked opens the fixture for writing, as `mcpledger run` would:
-// read commands fail within about a second, saying what to do.
-func TestLocked(t *testing.T) {
+// TestReadBesideAWriter opens the fixture for writing and serves its reads,
+// as `mcpledger run` does: read commands answer as they do offline.
+func TestReadBesideAWriter(t *testing.T) {
 	f := newFixture(t)
+	offline := runCLI(t, "sessions", "--journal", f.path)
 	j, err := store.Open(f.path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	start := time.Now()
+	srv, err := control.Serve(control.Path(f.path), control.Options{
+		Reads: func(ctx context.Context, req []byte, w io.Writer) error { return store.ServeRead(ctx, j, req, w) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
 	r := runCLI(t, "sessions", "--journal", f.path)
-	if !errors.Is(r.err, store.ErrLocked) || !strings.Contains(r.err.Error(), "mcpledger run") {
-		t.Errorf("sessions on a locked journal: %v", r.err)
+	if r.err != nil || r.stdout != offline.stdout || offline.err != nil {
+		t.Errorf("sessions beside a writer: %v\n%s\nwant (%v)\n%s", r.err, r.stdout, offline.err, offline.stdout)
+	}
+	// A second writer is refused within its lock timeout.
+	start := time.Now()
+	r = runCLI(t, "verify", "--drop-checkpoints", "--journal", f.path)
+	if !errors.Is(r.err, store.ErrLocked) {
+		t.Errorf("verify --drop-checkpoints beside a writer: %v", r.err)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("gave up after %v", d)

@@ -11,7 +11,6 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
-	"github.com/mcpledger/mcpledger/runtime/control"
 )
 
 // RunCommand supervises the configured servers in the foreground until
@@ -51,7 +50,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.Watch = *watch
-	m, err := rt.New(storeJournal{j}, opts)
+	m, err := rt.New(storeJournal{j.Journal}, opts)
 	if err != nil {
 		return err
 	}
@@ -66,18 +65,13 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	for _, e := range rep.Errors {
 		fmt.Fprintln(c.env.stderr, "config:", e)
 	}
-	srv, err := control.Serve(m, control.Path(path))
-	if err != nil {
-		fmt.Fprintln(c.env.stderr, "warning:", err)
-	} else {
-		defer srv.Close()
-	}
+	j.SetManager(m) // status, tools, call and the rest reach it over the control socket
 	fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
 		m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
 	if *once {
 		settle(ctx, m)
 		stopWatch()
-		printStatus(c.env.stdout, m.Status(), time.Now())
+		printStatus(c.env.stdout, m.Status(), time.Now(), "STATE")
 		failed := 0
 		for _, s := range m.Status() {
 			if s.State == events.StateFailed {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	rt "github.com/mcpledger/mcpledger/runtime"
-	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/runtime/gateway"
 )
 
@@ -86,7 +85,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		opts.Durability = rt.Relaxed
 	}
 	gw := gateway.New(&gateway.Options{PlainNames: *plain, Logger: opts.Logger, Version: version()})
-	m, err := rt.New(gw.Bind(opts, storeJournal{j}), opts)
+	m, err := rt.New(gw.Bind(opts, storeJournal{j.Journal}), opts)
 	if err != nil {
 		return err
 	}
@@ -103,11 +102,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		gw.Close()
 		return err
 	}
-	if srv, err := control.Serve(m, control.Path(path)); err != nil {
-		fmt.Fprintln(c.env.stderr, "warning:", err)
-	} else {
-		defer srv.Close()
-	}
+	j.SetManager(m) // status, tools, call and the rest reach it over the control socket
 	fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
 		m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
 

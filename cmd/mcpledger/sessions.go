@@ -20,6 +20,7 @@ type SessionsCommand struct {
 // `sessions --json` (an array of these).
 type sessionRow struct {
 	ID        string   `json:"id"`
+	Kind      string   `json:"kind"` // the command that ran it: run, serve, demo, call, approve, reject, archive
 	Started   string   `json:"started"`
 	LastEvent string   `json:"last_event"`
 	Events    uint64   `json:"events"`
@@ -37,7 +38,7 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	j, err := f.openReadOnly()
+	j, err := f.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,6 +68,7 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 			continue // a session that started after Sessions was read
 		}
 		r.Servers = append(r.Servers, s.Servers...)
+		r.Kind = sessionKind(s.Command)
 		if s.Stopped {
 			r.Ended, r.Reason = "stopped", string(s.Reason)
 		}
@@ -85,7 +87,7 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(c.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tSTARTED\tLAST EVENT\tEVENTS\tSERVERS\tENDED")
+	fmt.Fprintln(tw, "SESSION\tKIND\tSTARTED\tLAST EVENT\tEVENTS\tSERVERS\tENDED")
 	for _, r := range rows {
 		servers := strings.Join(r.Servers, ",")
 		if servers == "" {
@@ -95,7 +97,7 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 		if r.Reason != "" {
 			ended += " (" + r.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, formatTime(r.first), formatTime(r.last), r.Events, servers, ended)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, dash(r.Kind), formatTime(r.first), formatTime(r.last), r.Events, servers, ended)
 	}
 	return tw.Flush()
 }

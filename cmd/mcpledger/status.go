@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,20 +25,24 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	var res control.StatusResult
-	live := false
+	res := statusResult{Running: true}
 	if cl := f.control(); cl != nil {
-		if err := cl.Do(ctx, control.Request{Op: "status"}, &res); err != nil {
+		if err := cl.Do(ctx, control.Request{Op: "status"}, &res.StatusResult); err != nil {
 			return err
 		}
-		live = true
 	} else {
-		set, err := c.env.foldLast(ctx, f)
+		last, err := c.env.foldLast(ctx, f)
 		if err != nil {
 			return err
 		}
-		v := set.Status.View()
-		res = control.StatusResult{Session: v.Session, Servers: v.Servers}
+		v := last.set.Status.View()
+		res = statusResult{StatusResult: control.StatusResult{Session: v.Session, Servers: v.Servers}}
+		if last.info.LastTime != 0 {
+			res.LastEvent = time.Unix(0, last.info.LastTime).UTC().Format(time.RFC3339Nano)
+		}
+		if last.stopped {
+			res.Ended, res.Reason = res.LastEvent, string(last.reason)
+		}
 	}
 	if res.Servers == nil {
 		res.Servers = []projections.ServerStatus{}
@@ -45,13 +50,41 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	if *asJSON {
 		return json.NewEncoder(c.env.stdout).Encode(res)
 	}
-	where := "no mcpledger is running: the last session in the journal, as it stood when it began to shut down"
-	if live {
-		where = "running"
+	now := time.Now()
+	switch {
+	case res.Running:
+		fmt.Fprintf(c.env.stdout, "session %s (running)\n", res.Session)
+		printStatus(c.env.stdout, res.Servers, now, "STATE")
+		return nil
+	case res.Session == "":
+		fmt.Fprintln(c.env.stdout, "no mcpledger is running, and the journal has no session yet")
+		return nil
+	case res.Ended != "":
+		end, _ := time.Parse(time.RFC3339Nano, res.Ended)
+		fmt.Fprintf(c.env.stdout, "session %s ended %s (%s ago, %s); no mcpledger is running\n",
+			res.Session, formatTime(end.UnixNano()), now.Sub(end).Round(time.Second), dash(res.Reason))
+	default:
+		at, _ := time.Parse(time.RFC3339Nano, res.LastEvent)
+		fmt.Fprintf(c.env.stdout, "session %s did not stop: its process was killed or crashed after its last event, %s (%s ago); no mcpledger is running\n",
+			res.Session, formatTime(at.UnixNano()), now.Sub(at).Round(time.Second))
 	}
-	fmt.Fprintf(c.env.stdout, "session %s (%s)\n", res.Session, where)
-	printStatus(c.env.stdout, res.Servers, time.Now())
+	fmt.Fprintln(c.env.stdout, "its servers as they stood when it began to end:")
+	printStatus(c.env.stdout, res.Servers, now, "AT THE END")
 	return nil
+}
+
+// statusResult is the `status --json` shape: the session, whether an
+// mcpledger is running it, and when it is not, when it ended and why.
+type statusResult struct {
+	control.StatusResult
+	Running bool `json:"running"`
+	// LastEvent is the time of the session's last event (RFC 3339), for a
+	// session no process runs.
+	LastEvent string `json:"last_event,omitempty"`
+	// Ended is when the session stopped (its session.stopped), Reason
+	// why; both empty for one that never stopped (killed, crashed).
+	Ended  string `json:"ended,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // ToolsCommand prints the tool catalog.
@@ -80,11 +113,11 @@ func (c *ToolsCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 	} else {
-		set, err := c.env.foldLast(ctx, f)
+		last, err := c.env.foldLast(ctx, f)
 		if err != nil {
 			return err
 		}
-		v := set.Catalog.View()
+		v := last.set.Catalog.View()
 		entries, unavailable = v.Tools, v.Unavailable
 	}
 	rows := make([]toolRow, 0, len(entries))
@@ -122,41 +155,65 @@ func firstLine(s string) string {
 	return s
 }
 
+// lastFold is the journal's last agent session, folded.
+type lastFold struct {
+	set     *projections.Set
+	info    store.SessionInfo // zero when the journal has no session
+	stopped bool              // it recorded session.stopped, for reason
+	reason  events.Reason
+}
+
 // foldLast folds the journal into the projections, so Status and Catalog
-// describe its last session as it stood when its shutdown began (after
-// it, every server is stopped and the catalog empty, which tells a
-// post-mortem nothing). What came before the last session comes from the
-// newest checkpoint below it and the events after that.
-func (e *env) foldLast(ctx context.Context, f *commandFlags) (*projections.Set, error) {
-	j, err := f.openReadOnly()
+// describe its last session that supervised servers (not an approve or a
+// one-shot call made since: lastSession) as it stood when its shutdown
+// began (after it, every server is stopped and the catalog empty, which
+// tells a post-mortem nothing). What came before that session comes from
+// the newest checkpoint below it and the events after that.
+func (e *env) foldLast(ctx context.Context, f *commandFlags) (lastFold, error) {
+	out := lastFold{set: projections.NewSet()}
+	j, err := f.openReadOnly(ctx)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	defer j.Close()
 	sessions, err := j.Sessions(ctx)
 	if err != nil || len(sessions) == 0 {
-		return projections.NewSet(), err
+		return out, err
 	}
-	last := sessions[len(sessions)-1]
+	last, err := lastSession(ctx, j, sessions)
+	if err != nil {
+		return out, err
+	}
+	out.info = last
 	h, err := e.history(ctx, j, last.FirstGPos)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	set := projections.NewSetFrom(h)
+	out.set = projections.NewSetFrom(h)
 	stopping := false
 	err = j.ReadAll(ctx, last.FirstGPos, func(e events.Event) error {
 		if e.Session == last.Session {
-			if p, ok := e.Payload.(*events.StopRequested); ok && e.Server == "" && p.Reason == events.ReasonShutdown {
-				stopping = true
+			switch p := e.Payload.(type) {
+			case *events.StopRequested:
+				if e.Server == "" && p.Reason == events.ReasonShutdown {
+					stopping = true
+				}
+			case *events.SessionStopped:
+				out.stopped, out.reason = true, p.Reason
 			}
 			if stopping {
 				return nil
 			}
+		} else if e.GPos > last.LastGPos {
+			return errStopFold // sessions after it (an approve, a call) are not its state
 		}
-		set.Apply(e)
+		out.set.Apply(e)
 		return nil
 	})
-	return set, err
+	if errors.Is(err, errStopFold) {
+		err = nil
+	}
+	return out, err
 }
 
-var _ = store.ErrLocked
+var errStopFold = errors.New("fold done")

@@ -109,12 +109,12 @@ func buildID() string {
 
 // printStatus writes one line per server: name, state, reason, transport,
 // tools, attempt, since, error.
-func printStatus(w interface{ Write([]byte) (int, error) }, rows []projections.ServerStatus, now time.Time) {
+func printStatus(w interface{ Write([]byte) (int, error) }, rows []projections.ServerStatus, now time.Time, stateColumn string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no servers")
 		return
 	}
-	fmt.Fprintf(w, "%-20s %-13s %-17s %-9s %5s %7s %8s  %s\n", "SERVER", "STATE", "REASON", "TRANSPORT", "TOOLS", "ATTEMPT", "SINCE", "ERROR")
+	fmt.Fprintf(w, "%-20s %-13s %-17s %-9s %5s %7s %8s  %s\n", "SERVER", stateColumn, "REASON", "TRANSPORT", "TOOLS", "ATTEMPT", "SINCE", "ERROR")
 	for _, s := range rows {
 		since := "-"
 		if s.Since > 0 {

@@ -49,7 +49,7 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 	case *width < 0:
 		return usageErrorf("timeline: --width must be positive")
 	}
-	j, err := f.openReadOnly()
+	j, err := f.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}

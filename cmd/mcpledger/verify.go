@@ -41,7 +41,7 @@ func (c *VerifyCommand) Run(ctx context.Context, args []string) error {
 		_, err = fmt.Fprintf(c.env.stdout, "dropped the checkpoints of %s\n", j.Path())
 		return err
 	}
-	j, err := f.openReadOnly()
+	j, err := f.openReadOnly(ctx)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (c *VerifyCommand) Run(ctx context.Context, args []string) error {
 // is skipped (the next run replaces it); a damaged one, or one that
 // differs from the fold, is an error. It returns how many checkpoints
 // matched, and the archives the journal records.
-func verifyCheckpoints(ctx context.Context, j *store.Journal) (int, []*events.JournalArchived, error) {
+func verifyCheckpoints(ctx context.Context, j ledger) (int, []*events.JournalArchived, error) {
 	cps, err := j.Checkpoints(ctx)
 	if err != nil {
 		return 0, nil, err
@@ -101,7 +101,7 @@ func verifyCheckpoints(ctx context.Context, j *store.Journal) (int, []*events.Jo
 	h := projections.NewHistory()
 	if len(cps) > 0 && cps[0].Base {
 		// The fold of the archived records: checked against the archive.
-		if h, err = projections.DecodeHistory(cps[0].Data); err != nil {
+		if h, err = projections.DecodeBase(cps[0].Data); err != nil {
 			return 0, nil, fmt.Errorf("the journal's base state: %w", err)
 		}
 		cps = cps[1:]
@@ -137,7 +137,7 @@ func verifyCheckpoints(ctx context.Context, j *store.Journal) (int, []*events.Jo
 // names (by digest and hash-chain heads), and, for the newest, that its
 // fold is the live journal's base state. A missing archive is not an
 // error (the live journal does not need it), but said.
-func (e *env) verifyArchive(ctx context.Context, live *store.Journal, a *events.JournalArchived) (string, error) {
+func (e *env) verifyArchive(ctx context.Context, live ledger, a *events.JournalArchived) (string, error) {
 	path := a.File
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(filepath.Dir(live.Path()), path)
@@ -179,7 +179,7 @@ func (e *env) verifyArchive(ctx context.Context, live *store.Journal, a *events.
 			return "", err
 		}
 		cps, err := live.Checkpoints(ctx)
-		if err != nil || len(cps) == 0 || !cps[0].Base || !bytes.Equal(cps[0].Data, h.Encode()) {
+		if err != nil || len(cps) == 0 || !cps[0].Base || !projections.BaseIs(cps[0].Data, h) {
 			return "", fmt.Errorf("the live journal's base state is not the fold of the archive (%v)", err)
 		}
 	}

@@ -41,22 +41,36 @@ type StatusResult struct {
 	Servers []projections.ServerStatus `json:"servers"`
 }
 
-// Server serves a Manager on a unix socket.
+// Options configure [Serve].
+type Options struct {
+	// Manager answers the ops on servers (status, tools, call, reconnect,
+	// stop, refresh, reload, approvals). It may be set later
+	// ([Server.SetManager]); until then those ops fail with [ErrNoManager].
+	Manager *runtime.Manager
+	// Reads answers the read op: another command's read of the journal
+	// this process holds (store.ServeRead on it), written to w as it goes.
+	// It must return when ctx ends. Nil: the op fails.
+	Reads func(ctx context.Context, request []byte, w io.Writer) error
+}
+
+// Server serves a process's journal and Manager on a unix socket.
 type Server struct {
-	m    *runtime.Manager
-	ln   net.Listener
-	path string
-	wg   sync.WaitGroup
-	ctx  context.Context
-	stop context.CancelFunc
+	mu    sync.Mutex
+	m     *runtime.Manager
+	reads func(ctx context.Context, request []byte, w io.Writer) error
+	ln    net.Listener
+	path  string
+	wg    sync.WaitGroup
+	ctx   context.Context
+	stop  context.CancelFunc
 }
 
 // Path returns the control socket path for a journal file.
 func Path(journal string) string { return journal + ".sock" }
 
-// Serve listens on path and serves m until Close. A stale socket
-// file (nobody listening) is replaced; a live one is an error.
-func Serve(m *runtime.Manager, path string) (*Server, error) {
+// Serve listens on path and serves until Close. A stale socket file
+// (nobody listening) is replaced; a live one is an error.
+func Serve(path string, o Options) (*Server, error) {
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("control: socket %s is in use by another mcpledger process", path)
@@ -69,13 +83,27 @@ func Serve(m *runtime.Manager, path string) (*Server, error) {
 		return nil, fmt.Errorf("control: socket: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{m: m, ln: ln, path: path, ctx: ctx, stop: stop}
+	s := &Server{m: o.Manager, reads: o.Reads, ln: ln, path: path, ctx: ctx, stop: stop}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
 }
 
-// Close stops serving, waits for requests in progress and removes the
+// SetManager makes m answer the ops on servers from now on.
+func (s *Server) SetManager(m *runtime.Manager) {
+	s.mu.Lock()
+	s.m = m
+	s.mu.Unlock()
+}
+
+func (s *Server) manager() *runtime.Manager {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m
+}
+
+// Close stops serving, ends the requests in progress (a read in progress
+// ends where it is: the reader goes on from the file) and removes the
 // socket file.
 func (s *Server) Close() error {
 	s.stop()
@@ -111,9 +139,37 @@ func (s *Server) serve(c net.Conn) {
 	_ = c.SetReadDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
+	// The client sends nothing after its request: a read that returns
+	// means it hung up (a Ctrl-C, a reader that stopped), and whatever it
+	// asked for is cancelled.
+	s.wg.Go(func() {
+		var b [1]byte
+		_, _ = c.Read(b[:])
+		cancel()
+	})
+	defer c.SetReadDeadline(time.Now()) // ends that read if the client is still there
+	if req.Op == "read" {
+		if s.reads == nil {
+			writeResponse(c, nil, errors.New("this process serves no journal reads"))
+			return
+		}
+		_ = s.reads(ctx, req.Args, c)
+		return
+	}
 	res, err := s.do(ctx, req)
 	writeResponse(c, res, err)
 }
+
+// Hello is the answer to the hello op: who holds the journal.
+type Hello struct {
+	PID     int    `json:"pid"`
+	Manager bool   `json:"manager"` // it supervises servers (run, serve, a one-shot call)
+	Session string `json:"session,omitempty"`
+}
+
+// ErrNoManager is the error of an op on servers sent to a process that
+// holds the journal but supervises no servers (yet).
+var ErrNoManager = errors.New("control: the process holding the journal supervises no servers")
 
 func writeResponse(w io.Writer, res any, err error) {
 	resp := Response{OK: err == nil}
@@ -130,7 +186,17 @@ func writeResponse(w io.Writer, res any, err error) {
 }
 
 func (s *Server) do(ctx context.Context, req Request) (any, error) {
-	m := s.m
+	m := s.manager()
+	if req.Op == "hello" {
+		h := Hello{PID: os.Getpid(), Manager: m != nil}
+		if m != nil {
+			h.Session = m.Session().String()
+		}
+		return h, nil
+	}
+	if m == nil {
+		return nil, ErrNoManager
+	}
 	switch req.Op {
 	case "status":
 		return StatusResult{Session: m.Session().String(), Servers: m.Status()}, nil
@@ -175,17 +241,41 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 var ErrNotServed = errors.New("control: no running mcpledger serves this journal")
 
 // Client talks to a running mcpledger over its control socket.
-type Client struct{ path string }
+type Client struct {
+	path  string
+	hello Hello
+}
 
-// Dial returns a client if a process is listening on path, or
-// ErrNotServed.
+// Dial returns a client if a process that supervises servers is
+// listening on path, or ErrNotServed (nobody listens, or the process
+// holding the journal supervises no servers: a one-shot command).
 func Dial(path string) (*Client, error) {
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
+	c := &Client{path: path}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Do(ctx, Request{Op: "hello"}, &c.hello); err != nil || !c.hello.Manager {
 		return nil, ErrNotServed
 	}
-	c.Close()
-	return &Client{path: path}, nil
+	return c, nil
+}
+
+// PID is the process that answered Dial.
+func (c *Client) PID() int { return c.hello.PID }
+
+// Read sends a read request (see Options.Reads) to the process listening
+// on path, and returns the answer's stream; closing it hangs up, which
+// ends the read on the other side. It fails when nobody listens.
+func Read(ctx context.Context, path string, request []byte) (io.ReadCloser, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("control: socket: %w", err)
+	}
+	if err := json.NewEncoder(conn).Encode(Request{Op: "read", Args: request}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("control: socket: %w", err)
+	}
+	return conn, nil
 }
 
 // Do sends req and decodes the result into out (if non-nil). Errors from

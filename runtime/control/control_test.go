@@ -26,7 +26,7 @@ func TestControlSocket(t *testing.T) {
 	if _, err := control.Dial(path); err == nil {
 		t.Fatal("dial succeeded with nobody listening")
 	}
-	srv, err := control.Serve(m, path)
+	srv, err := control.Serve(path, control.Options{Manager: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestControlSocket(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v %v", fi.Mode(), err)
 	}
-	if _, err := control.Serve(m, path); err == nil {
+	if _, err := control.Serve(path, control.Options{Manager: m}); err == nil {
 		t.Error("a second server on a live socket was allowed")
 	}
 	c, err := control.Dial(path)

@@ -21,7 +21,7 @@ import (
 
 // historyVersion names the layout of the journals History builds; bump it
 // when BuildHistory changes what it writes, so cached files are rebuilt.
-const historyVersion = 2
+const historyVersion = 3
 
 // History returns the path of a copy, in a temporary directory of tb, of
 // a journal holding sessions recorded sessions of about perSession events

@@ -1,0 +1,684 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// ReaderOptions configure [OpenReader]. A nil *ReaderOptions or a zero
+// field gives the documented default.
+type ReaderOptions struct {
+	// Remote reaches the process that holds the journal for writing: it
+	// sends request to it, to be answered by [ServeRead] on its journal,
+	// and returns the answer. It fails when no process answers. Nil: the
+	// reader waits for the file instead.
+	Remote func(ctx context.Context, request []byte) (io.ReadCloser, error)
+
+	// Wait bounds how long a read waits for the file when a writer holds
+	// it and Remote does not answer (a writer between opening the journal
+	// and serving reads, or one that serves none). Default
+	// DefaultReaderWait.
+	Wait time.Duration
+
+	// Lease bounds how long the reader keeps the file open, and so
+	// shared-locked, at a time: a writer that wants the file waits at most
+	// this long plus one chunk's read. Default DefaultLease.
+	Lease time.Duration
+
+	// Poll is how often Follow looks for a new commit in the file while
+	// no writer serves it. Default DefaultFollowPoll.
+	Poll time.Duration
+}
+
+// Defaults for zero ReaderOptions fields.
+const (
+	DefaultReaderWait = 10 * time.Second
+	DefaultLease      = 20 * time.Millisecond
+	DefaultFollowPoll = 20 * time.Millisecond
+)
+
+// ErrReplaced is returned by a [Reader] whose journal file was replaced
+// while it read (by an archive): positions it had read up to mean
+// something else in the new file.
+var ErrReplaced = errors.New("store: the journal file was replaced while it was being read (archived?): run the command again")
+
+// Reader reads a journal without ever holding it for long, so that it
+// never keeps a writer from starting or appending. While no writer holds
+// the file, it reads the file itself under short leases (a read-only
+// open, closed after Lease). While a writer holds it (or is about to:
+// the intent lock, intent.go), it reads through that writer
+// ([ReaderOptions.Remote], answered by [ServeRead]). Either way it gets
+// the stored records and decodes and checks them with the same code as
+// [Journal]'s reads, so its answers are the file's. A read moves between
+// the two at a chunk boundary, by position: a writer's start or stop in
+// the middle of a read (or a Follow) neither repeats nor skips an event.
+//
+// Its read methods are [Journal]'s, with the same meaning and errors.
+type Reader struct {
+	path string
+	o    ReaderOptions
+
+	// mu guards the lease: j is the file, open read-only, until expire
+	// closes it. A read of the file holds mu for its transaction.
+	mu     sync.Mutex
+	j      *Journal
+	expiry *time.Timer
+	intent *os.File // the intent lock file, once it exists
+	closed bool
+
+	ino    uint64 // the file's inode when first leased (0: not yet)
+	base   uint64
+	sealed string
+}
+
+// errWriter says that a writer holds the file (or is taking it): read
+// through it.
+var errWriter = errors.New("store: a writer holds the journal")
+
+// errGone says that the writer's answer broke off (it stopped): go on
+// from the file, or from the next writer.
+var errGone = errors.New("store: the writer stopped answering")
+
+// OpenReader returns a Reader of the journal at path. It fails as a
+// read-only [Open] does (a missing file wraps fs.ErrNotExist;
+// [ErrNotJournal], [ErrNewerFormat], a [*CorruptError]), and with
+// [ErrLocked] naming the holder when a writer holds the file for longer
+// than Wait without answering through Remote.
+func OpenReader(ctx context.Context, path string, opts *ReaderOptions) (*Reader, error) {
+	r := &Reader{path: path}
+	if opts != nil {
+		r.o = *opts
+	}
+	if r.o.Wait <= 0 {
+		r.o.Wait = DefaultReaderWait
+	}
+	if r.o.Lease <= 0 {
+		r.o.Lease = DefaultLease
+	}
+	if r.o.Poll <= 0 {
+		r.o.Poll = DefaultFollowPoll
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	var info readerInfo
+	err := r.do(ctx, func(j *Journal) error {
+		info = readerInfo{Base: j.Base(), Sealed: j.Sealed()}
+		return nil
+	}, readRequest{Op: opInfo}, &info)
+	if err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	r.base, r.sealed = info.Base, info.Sealed
+	return r, nil
+}
+
+// Path returns the journal's file.
+func (r *Reader) Path() string { return r.path }
+
+// Base is [Journal.Base] of the file when the Reader was opened.
+func (r *Reader) Base() uint64 { return r.base }
+
+// Sealed is [Journal.Sealed] of the file when the Reader was opened.
+func (r *Reader) Sealed() string { return r.sealed }
+
+// Close ends the lease, if any. Reads in progress fail with [ErrClosed].
+func (r *Reader) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.release()
+	if r.intent != nil {
+		_ = r.intent.Close()
+		r.intent = nil
+	}
+	return nil
+}
+
+// release closes the leased file. Callers hold mu.
+func (r *Reader) release() {
+	if r.expiry != nil {
+		r.expiry.Stop()
+		r.expiry = nil
+	}
+	if r.j != nil {
+		_ = r.j.Close()
+		r.j = nil
+	}
+}
+
+// expire ends the lease when its time is up (a read in progress finishes
+// first: it holds mu).
+func (r *Reader) expire() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.release()
+}
+
+// onFile runs fn on the leased file, taking a lease if none is held, or
+// returns errWriter when a writer holds or wants the file.
+func (r *Reader) onFile(fn func(j *Journal) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if r.j == nil {
+		if intentHeld(r.path, &r.intent) {
+			return errWriter
+		}
+		// One try at the lock: a writer without an intent lock (an older
+		// build) holds it, or one is taking it.
+		j, err := Open(r.path, &Options{ReadOnly: true, LockTimeout: time.Nanosecond})
+		if errors.Is(err, ErrLocked) {
+			return errWriter
+		}
+		if err != nil {
+			return err
+		}
+		ino := inode(r.path)
+		if r.ino == 0 {
+			r.ino = ino
+		} else if ino != r.ino || j.Base() != r.base {
+			_ = j.Close()
+			return ErrReplaced
+		}
+		r.j = j
+		r.expiry = time.AfterFunc(r.o.Lease, r.expire)
+	}
+	return fn(r.j)
+}
+
+// onFileWatched is onFile for a read that may take long (Verify): while
+// it runs, a watcher looks at the intent lock every millisecond and, when
+// a writer wants the file, cancels the read, which then returns
+// errWriter (to be done again through the writer).
+func (r *Reader) onFileWatched(ctx context.Context, fn func(ctx context.Context, j *Journal) error) error {
+	return r.onFile(func(j *Journal) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var wanted bool
+		var wg sync.WaitGroup
+		defer wg.Wait() // after cancel: the watcher ends
+		wg.Go(func() {
+			var f *os.File
+			defer func() {
+				if f != nil {
+					_ = f.Close()
+				}
+			}()
+			t := time.NewTicker(lockPoll)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if intentHeld(r.path, &f) {
+						wanted = true
+						cancel()
+						return
+					}
+				}
+			}
+		})
+		err := fn(ctx, j)
+		cancel()
+		wg.Wait()
+		if wanted {
+			r.release()
+			return errWriter
+		}
+		return err
+	})
+}
+
+// do runs a one-answer read: file on the file, or req through the writer,
+// decoding its answer into out. It waits up to Wait for either.
+func (r *Reader) do(ctx context.Context, file func(j *Journal) error, req readRequest, out any) error {
+	return r.retry(ctx, func() error {
+		err := r.onFile(file)
+		if !errors.Is(err, errWriter) {
+			return err
+		}
+		return r.ask(ctx, req, out)
+	})
+}
+
+// retry runs attempt until it returns something else than errWriter or
+// errGone, or until Wait has passed since a writer was first found
+// holding the file without answering.
+func (r *Reader) retry(ctx context.Context, attempt func() error) error {
+	var since time.Time
+	for {
+		err := attempt()
+		if !errors.Is(err, errWriter) && !errors.Is(err, errGone) {
+			return err
+		}
+		pause := 5 * lockPoll
+		if errors.Is(err, errGone) {
+			since, pause = time.Time{}, lockPoll // a writer answered a moment ago: it stopped
+		} else if since.IsZero() {
+			since = time.Now()
+		} else if time.Since(since) > r.o.Wait {
+			return r.lockedError()
+		}
+		if err := sleepCtx(ctx, pause); err != nil {
+			return err
+		}
+	}
+}
+
+// lockedError is the error of a read that waited for Wait in vain.
+func (r *Reader) lockedError() error {
+	for _, f := range []string{IntentPath(r.path), r.path} {
+		if h, ok := LockHolder(f); ok {
+			return fmt.Errorf("read %s: %w: %s holds it and does not answer reads (is it an older mcpledger?)", r.path, ErrLocked, h)
+		}
+	}
+	return fmt.Errorf("read %s: %w", r.path, ErrLocked)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ask sends req to the writer and decodes its one-value answer into out.
+// It returns errWriter when no writer answers (to wait and try again), and
+// errGone when the answer broke off.
+func (r *Reader) ask(ctx context.Context, req readRequest, out any) error {
+	fr, closer, err := r.open(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	err = fr.decodeAnswer(out)
+	var ae *answerError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	if err != nil && !errors.Is(err, ErrNoReads) {
+		return errGone
+	}
+	return err
+}
+
+// open sends req to the writer and returns a reader of its answer.
+func (r *Reader) open(ctx context.Context, req readRequest) (*frameReader, io.Closer, error) {
+	if r.o.Remote == nil {
+		return nil, nil, errWriter
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, err := r.o.Remote(ctx, b)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, errWriter
+	}
+	return &frameReader{r: bufio.NewReaderSize(rc, 64<<10)}, rc, nil
+}
+
+// Sessions is [Journal.Sessions].
+func (r *Reader) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	var out []SessionInfo
+	err := r.do(ctx, func(j *Journal) (err error) {
+		out, err = j.Sessions(ctx)
+		return err
+	}, readRequest{Op: opSessions}, &out)
+	return out, err
+}
+
+// Head is [Journal.Head].
+func (r *Reader) Head(ctx context.Context, session uuid.UUID) (SessionInfo, error) {
+	var out SessionInfo
+	err := r.do(ctx, func(j *Journal) (err error) {
+		out, err = j.Head(ctx, session)
+		return err
+	}, readRequest{Op: opHead, Session: session}, &out)
+	return out, err
+}
+
+// Checkpoints is [Journal.Checkpoints].
+func (r *Reader) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
+	var out []Checkpoint
+	var wire []wireCheckpoint
+	err := r.do(ctx, func(j *Journal) (err error) {
+		out, err = j.Checkpoints(ctx)
+		wire = nil
+		return err
+	}, readRequest{Op: opCheckpoints}, &wire)
+	if wire != nil {
+		out = make([]Checkpoint, len(wire))
+		for i, w := range wire {
+			out[i] = Checkpoint{GPos: w.GPos, Data: w.Data, Err: w.Err.err(), Base: w.Base}
+		}
+	}
+	return out, err
+}
+
+// Verify is [Journal.Verify] of everything committed when it runs. On the
+// file, it stops when a writer wants the file and is done again through
+// the writer, so that a long verify never delays a writer's start.
+func (r *Reader) Verify(ctx context.Context) (VerifyReport, error) {
+	var rep VerifyReport
+	var verr error
+	err := r.retry(ctx, func() error {
+		err := r.onFileWatched(ctx, func(ctx context.Context, j *Journal) error {
+			rep, verr = j.Verify(ctx)
+			return nil
+		})
+		if !errors.Is(err, errWriter) {
+			return err
+		}
+		var w wireVerify
+		if err := r.ask(ctx, readRequest{Op: opVerify}, &w); err != nil {
+			return err
+		}
+		rep, verr = w.Report, w.Err.err()
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	return rep, verr
+}
+
+// ReadSession is [Journal.ReadSession].
+func (r *Reader) ReadSession(ctx context.Context, session uuid.UUID, fromSeq uint64, fn func(events.Event) error) error {
+	src := r.source(ctx, readRequest{Op: opSession, Session: session}, func(j *Journal) fillFunc { return j.fillSession(session) })
+	defer src.close()
+	_, err := scan(ctx, max(fromSeq, 1), src.fill, fn)
+	return err
+}
+
+// ReadAll is [Journal.ReadAll].
+func (r *Reader) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
+	src := r.source(ctx, readRequest{Op: opLog}, func(j *Journal) fillFunc { return j.fillLog })
+	defer src.close()
+	_, err := scan(ctx, max(fromGPos, r.base+1), src.fill, fn)
+	return r.attribute(err)
+}
+
+// attribute is [Journal.attribute] on the file (the writer attributes
+// what it sends).
+func (r *Reader) attribute(err error) error {
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Session != uuid.Nil || ce.GPos == 0 {
+		return err
+	}
+	_ = r.onFile(func(j *Journal) error {
+		err = j.attribute(err)
+		return nil
+	})
+	return err
+}
+
+// writerWants reports whether a writer holds the intent lock.
+func (r *Reader) writerWants() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.closed && intentHeld(r.path, &r.intent)
+}
+
+// Follow is [Journal.Follow] for a journal another process writes: it
+// delivers what is stored from fromGPos on, then each event as it is
+// committed, across the writer's start, stop and restart, until ctx ends
+// (it then returns ctx's error). While a writer serves reads, the writer
+// pushes each commit; while none holds the file, Follow looks for a new
+// commit every Poll (one read of the file's meta pages).
+func (r *Reader) Follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
+	next := max(fromGPos, r.base+1)
+	for {
+		mark := fileMark(r.path)
+		var err error
+		next, err = r.followWriter(ctx, next, fn)
+		switch {
+		case errors.Is(err, errWriter): // no writer serves reads: read the file
+		case errors.Is(err, errGone):
+			continue // the writer stopped: what it committed last is in the file
+		default:
+			return err
+		}
+		src := r.source(ctx, readRequest{Op: opLog}, func(j *Journal) fillFunc { return j.fillLog })
+		next, err = scan(ctx, next, src.fill, fn)
+		src.close()
+		if err != nil {
+			return r.attribute(err)
+		}
+		// Wait for a commit (the file's meta changes) or a writer.
+		for fileMark(r.path) == mark && !r.writerWants() {
+			if err := sleepCtx(ctx, r.o.Poll); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// followWriter follows the log through the writer, from next, for as long
+// as it serves: errWriter when none does, errGone when it stops.
+func (r *Reader) followWriter(ctx context.Context, next uint64, fn func(events.Event) error) (uint64, error) {
+	if !r.writerWants() {
+		return next, errWriter
+	}
+	fr, closer, err := r.open(ctx, readRequest{Op: opFollow, From: next})
+	if err != nil {
+		return next, err
+	}
+	defer closer.Close()
+	stop := context.AfterFunc(ctx, func() { _ = closer.Close() }) // unblocks a read
+	defer stop()
+	c := getChunk()
+	defer putChunk(c)
+	dec := decoders.Get().(*events.Decoder)
+	defer decoders.Put(dec)
+	for {
+		c.reset()
+		ferr := readRecords(fr, c, &next, readChunk)
+		c.seal()
+		c.fillErr = ferr
+		if errors.Is(ferr, errGone) || errors.Is(ferr, errMore) {
+			c.fillErr = nil
+		}
+		c.decode(dec)
+		if err := c.deliver(fn, &next); err != nil {
+			return next, err
+		}
+		if ctx.Err() != nil {
+			return next, ctx.Err()
+		}
+		if ferr != nil && !errors.Is(ferr, errMore) {
+			return next, ferr
+		}
+	}
+}
+
+// errMore says that a chunk filled up before the answer's end.
+var errMore = errors.New("store: chunk full")
+
+// readRecords reads record frames into c (copies) until an 'E' frame
+// (nil), limit records in c (errMore), an error frame (its error), or a
+// broken answer (errGone). *next follows the records read.
+func readRecords(fr *frameReader, c *chunk, next *uint64, limit int) error {
+	for len(c.pos) < limit {
+		if err := fr.read(); errors.Is(err, ErrNoReads) {
+			return err
+		} else if err != nil {
+			return errGone
+		}
+		switch fr.kind {
+		case 'R':
+			c.copyRec(fr.pos, fr.rec)
+			if fr.pos.sid != uuid.Nil {
+				*next = fr.pos.seq + 1
+			} else {
+				*next = fr.pos.gpos + 1
+			}
+		case 'E':
+			*next = fr.next
+			return nil
+		case 'X':
+			var we wireError
+			if err := json.Unmarshal(fr.body, &we); err != nil {
+				return errGone
+			}
+			return (&we).err()
+		default:
+			return errGone
+		}
+	}
+	return errMore
+}
+
+// source is where one scan's chunks come from: the file while no writer
+// holds it, else the writer's answer to req, opened at the first chunk it
+// serves and read on by the following ones.
+type source struct {
+	r      *Reader
+	ctx    context.Context
+	req    readRequest
+	fileFn func(j *Journal) fillFunc
+
+	fr     *frameReader // the writer's answer, while one is open
+	closer io.Closer
+	at     uint64 // the position fr's next record has
+	ended  bool   // fr sent its 'E': it has no more
+}
+
+func (r *Reader) source(ctx context.Context, req readRequest, fileFn func(j *Journal) fillFunc) *source {
+	return &source{r: r, ctx: ctx, req: req, fileFn: fileFn}
+}
+
+func (s *source) close() {
+	if s.closer != nil {
+		_ = s.closer.Close()
+		s.closer, s.fr = nil, nil
+	}
+}
+
+// fill is a fillFunc over the source. A chunk begun through a writer
+// that stops in its middle is completed from the file, or the next
+// writer, from where it broke off.
+func (s *source) fill(ctx context.Context, c *chunk, next uint64) (uint64, error) {
+	var after uint64
+	var ferr error
+	err := s.r.retry(ctx, func() error {
+		if s.fr == nil || s.at != next {
+			err := s.r.onFile(func(j *Journal) error {
+				after, ferr = s.fileFn(j)(ctx, c, next) // seals c
+				return nil
+			})
+			if !errors.Is(err, errWriter) {
+				return err
+			}
+			if s.fr != nil || s.ended {
+				s.close()
+				s.ended = false
+			}
+			req := s.req
+			req.From = next
+			fr, closer, err := s.r.open(ctx, req)
+			if err != nil {
+				return err
+			}
+			s.fr, s.closer, s.at = fr, closer, next
+		}
+		if s.ended {
+			c.seal()
+			after = next
+			return nil
+		}
+		rerr := readRecords(s.fr, c, &next, readChunk)
+		s.at = next
+		switch {
+		case rerr == nil:
+			s.ended = true
+		case errors.Is(rerr, errMore):
+		case errors.Is(rerr, errGone):
+			s.close()
+			return errGone // retry goes on from next with what c holds
+		default:
+			ferr = rerr
+			s.ended = true
+		}
+		c.seal()
+		after = next
+		return nil
+	})
+	if err != nil {
+		c.seal()
+		return next, err
+	}
+	return after, ferr
+}
+
+// inode returns path's inode number, 0 if it cannot be read.
+func inode(path string) uint64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// mark identifies a state of the journal file: which file, and its
+// newest committed transaction.
+type mark struct {
+	ino, txid uint64
+}
+
+// fileMark reads the file's mark without a lock: its inode and the newest
+// valid meta page's txid. A torn read of a meta page fails its checksum
+// and is ignored.
+func fileMark(path string) mark {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return mark{}
+		}
+		return mark{}
+	}
+	defer f.Close()
+	var m mark
+	if fi, err := f.Stat(); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			m.ino = st.Ino
+		}
+	}
+	m0, ok := readMeta(f, 0)
+	if !ok {
+		return m
+	}
+	m.txid = m0.txid
+	if m1, ok := readMeta(f, int64(m0.pageSize)); ok && m1.txid > m.txid {
+		m.txid = m1.txid
+	}
+	return m
+}

@@ -1,0 +1,350 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/store"
+	"github.com/mcpledger/mcpledger/store/storetest"
+)
+
+// served is a writer's journal that answers a Reader's requests, as the
+// control socket does for run and serve: each request is served by
+// ServeRead on a goroutine of its own, over a pipe. stop makes it answer
+// no more (as when run closes its socket before its journal).
+type served struct {
+	j       *store.Journal
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+func serve(j *store.Journal) *served {
+	s := &served{j: j}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+func (s *served) remote(ctx context.Context, req []byte) (io.ReadCloser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil, errors.New("no writer serves reads")
+	}
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	s.wg.Go(func() {
+		defer stop()
+		defer cancel()
+		pw.CloseWithError(store.ServeRead(ctx, s.j, req, pw))
+	})
+	return readCloser{pr, cancel}, nil
+}
+
+type readCloser struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (r readCloser) Close() error { r.cancel(); return r.PipeReader.Close() }
+
+// stop ends every answer in progress and refuses new ones; the journal
+// stays open until the caller closes it.
+func (s *served) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// readerJournal appends through a writer and reads through a Reader of
+// the same file, which reads through the writer: the conformance suite
+// then checks that a Reader answers as the Journal does.
+type readerJournal struct {
+	*store.Journal
+	r *store.Reader
+	s *served
+}
+
+func (rj readerJournal) Sessions(ctx context.Context) ([]store.SessionInfo, error) {
+	return rj.r.Sessions(ctx)
+}
+
+func (rj readerJournal) Head(ctx context.Context, id uuid.UUID) (store.SessionInfo, error) {
+	return rj.r.Head(ctx, id)
+}
+
+func (rj readerJournal) ReadSession(ctx context.Context, id uuid.UUID, from uint64, fn func(events.Event) error) error {
+	return rj.r.ReadSession(ctx, id, from, fn)
+}
+
+func (rj readerJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
+	return rj.r.ReadAll(ctx, from, fn)
+}
+
+func (rj readerJournal) Follow(ctx context.Context, from uint64, fn func(events.Event) error) error {
+	return rj.r.Follow(ctx, from, fn)
+}
+
+func (rj readerJournal) Verify(ctx context.Context) (store.VerifyReport, error) {
+	return rj.r.Verify(ctx)
+}
+
+func (rj readerJournal) Close() error {
+	rj.s.stop()
+	err := rj.Journal.Close()
+	_ = rj.r.Close()
+	return err
+}
+
+func TestReaderConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Journal {
+		path := tempPath(t)
+		j := mustOpen(t, path, noSync())
+		s := serve(j)
+		r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: s.remote, Wait: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rj := readerJournal{Journal: j, r: r, s: s}
+		t.Cleanup(func() { _ = rj.Close() })
+		return rj
+	})
+}
+
+// readEverything is what the read commands ask of a journal.
+type readEverything struct {
+	Sessions    []store.SessionInfo
+	Heads       []store.SessionInfo
+	All         []events.Event
+	BySession   [][]events.Event
+	Checkpoints []store.Checkpoint
+	Verify      store.VerifyReport
+}
+
+type reader interface {
+	Sessions(ctx context.Context) ([]store.SessionInfo, error)
+	Head(ctx context.Context, id uuid.UUID) (store.SessionInfo, error)
+	ReadSession(ctx context.Context, id uuid.UUID, from uint64, fn func(events.Event) error) error
+	ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error
+	Checkpoints(ctx context.Context) ([]store.Checkpoint, error)
+	Verify(ctx context.Context) (store.VerifyReport, error)
+}
+
+func readAllOf(t *testing.T, r reader) readEverything {
+	t.Helper()
+	ctx := t.Context()
+	var out readEverything
+	var err error
+	if out.Sessions, err = r.Sessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.Sessions {
+		h, err := r.Head(ctx, s.Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Heads = append(out.Heads, h)
+		var evs []events.Event
+		if err := r.ReadSession(ctx, s.Session, 1, func(e events.Event) error { evs = append(evs, e); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		out.BySession = append(out.BySession, evs)
+	}
+	if err := r.ReadAll(ctx, 1, func(e events.Event) error { out.All = append(out.All, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if out.Checkpoints, err = r.Checkpoints(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out.Verify, err = r.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fill writes three sessions, one longer than a read chunk, and a
+// checkpoint.
+func fill(t *testing.T, j *store.Journal) {
+	t.Helper()
+	for i, n := range []int{3, 1300, 7} {
+		sid := events.NewID()
+		if _, err := j.Append(t.Context(), sid, store.NoStream, evs(n)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			if err := j.SaveCheckpoint(1303, []byte("fold")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestReaderAnswersAsTheFile: the same reads of the same journal give the
+// same answers through the writer, from the file under leases, and from a
+// read-only Journal.
+func TestReaderAnswersAsTheFile(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	fill(t, j)
+	s := serve(j)
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: s.remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	throughWriter := readAllOf(t, r)
+	s.stop()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fromFile := readAllOf(t, r)
+	ro := mustOpen(t, path, &store.Options{ReadOnly: true})
+	direct := readAllOf(t, ro)
+	_ = ro.Close()
+	if len(direct.All) != 1310 || len(direct.Checkpoints) != 1 {
+		t.Fatalf("direct read: %d events, %d checkpoints", len(direct.All), len(direct.Checkpoints))
+	}
+	if !reflect.DeepEqual(throughWriter, direct) {
+		t.Error("the reads through the writer differ from the file's")
+	}
+	if !reflect.DeepEqual(fromFile, direct) {
+		t.Error("the reads of the file under leases differ from a read-only Journal's")
+	}
+}
+
+// TestReaderGivesWayToTheWriter: a Reader that has just read (and so
+// holds a lease of the file) does not keep a writer from opening it; it
+// then reads through the writer, and from the file again once the writer
+// is gone.
+func TestReaderGivesWayToTheWriter(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	fill(t, j)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var s *served
+	remote := func(ctx context.Context, req []byte) (io.ReadCloser, error) {
+		if s == nil {
+			return nil, errors.New("no writer")
+		}
+		return s.remote(ctx, req)
+	}
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Sessions(t.Context()); err != nil { // takes a lease
+		t.Fatal(err)
+	}
+	// With the journal's own read-only open, this Open would fail after
+	// its LockTimeout: the reader holds the lock until it closes.
+	ro := mustOpen(t, path, &store.Options{ReadOnly: true})
+	if _, err := store.Open(path, &store.Options{NoSync: true, LockTimeout: 100 * time.Millisecond}); !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("a writer opened a file a read-only Journal holds: %v", err)
+	}
+	_ = ro.Close()
+	w := mustOpen(t, path, &store.Options{NoSync: true, LockTimeout: time.Second})
+	s = serve(w)
+	sid := events.NewID()
+	if _, err := w.Append(t.Context(), sid, store.NoStream, evs(2)); err != nil {
+		t.Fatal(err)
+	}
+	list, err := r.Sessions(t.Context())
+	if err != nil || len(list) != 4 || list[3].Session != sid {
+		t.Fatalf("Sessions through the writer: %d sessions, %v", len(list), err)
+	}
+	s.stop()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = nil
+	if n := len(readAllOf(t, r).All); n != 1312 {
+		t.Fatalf("after the writer: %d events, want 1312", n)
+	}
+}
+
+// TestReaderFollowAcrossWriters: a Follow started with no writer delivers
+// every event of three writers that come and go, each exactly once and in
+// order, whether it reads them from the file or through the writer.
+func TestReaderFollowAcrossWriters(t *testing.T) {
+	path := tempPath(t)
+	mustOpen(t, path, noSync()).Close()
+	var mu sync.Mutex
+	var s *served
+	remote := func(ctx context.Context, req []byte) (io.ReadCloser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s == nil {
+			return nil, errors.New("no writer")
+		}
+		return s.remote(ctx, req)
+	}
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: remote, Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const writers, perWriter = 3, 700
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got := make(chan events.Event, writers*perWriter)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Follow(ctx, 1, func(e events.Event) error {
+			got <- e
+			if len(got) == cap(got) {
+				return io.EOF
+			}
+			return nil
+		})
+	}()
+	for w := range writers {
+		j := mustOpen(t, path, &store.Options{NoSync: true, LockTimeout: 5 * time.Second})
+		if w != 1 { // the second writer serves no reads: the reader waits for the file
+			mu.Lock()
+			s = serve(j)
+			mu.Unlock()
+		}
+		sid := events.NewID()
+		for i := 0; i < perWriter; i += 100 {
+			if _, err := j.Append(t.Context(), sid, store.Any, evs(100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mu.Lock()
+		if s != nil {
+			s.stop()
+			s = nil
+		}
+		mu.Unlock()
+		if err := j.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; !errors.Is(err, io.EOF) {
+		t.Fatalf("Follow: %v after %d events", err, len(got))
+	}
+	close(got)
+	want := uint64(1)
+	for e := range got {
+		if e.GPos != want {
+			t.Fatalf("event at gpos %d, want %d (missed or repeated)", e.GPos, want)
+		}
+		want++
+	}
+}
