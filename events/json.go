@@ -1,8 +1,10 @@
 package events
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,14 +27,69 @@ type jsonEvent struct {
 
 // MarshalJSON encodes e as {"id","seq","gpos","session","time","kind","v",
 // "server","cause","payload"} with time in RFC 3339 (UTC, nanoseconds).
-func (e Event) MarshalJSON() ([]byte, error) {
-	p, err := json.Marshal(e.Payload)
+func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
+
+// AppendJSON appends e as MarshalJSON encodes it to dst. It is what
+// json.Marshal(e) writes, byte for byte, without encoding/json's
+// reflection over the envelope and its two passes over the result (a
+// follower prints every event: this is most of its cost).
+func (e Event) AppendJSON(dst []byte) ([]byte, error) {
+	p, err := json.Marshal(e.Payload) // compact, HTML-escaped, as Marshal leaves an embedded RawMessage
 	if err != nil {
-		return nil, fmt.Errorf("marshal %s payload: %w", e.Kind, err)
+		return dst, fmt.Errorf("marshal %s payload: %w", e.Kind, err)
 	}
-	return json.Marshal(jsonEvent{ID: e.ID.String(), Seq: e.Seq, GPos: e.GPos, Session: e.Session.String(),
-		Time: time.Unix(0, e.Time).UTC().Format(time.RFC3339Nano), Kind: e.Kind, V: e.V,
-		Server: e.Server, Cause: e.Cause, Payload: p})
+	dst = append(dst, `{"id":"`...)
+	dst = appendUUID(dst, e.ID)
+	dst = append(dst, `","seq":`...)
+	dst = strconv.AppendUint(dst, e.Seq, 10)
+	dst = append(dst, `,"gpos":`...)
+	dst = strconv.AppendUint(dst, e.GPos, 10)
+	dst = append(dst, `,"session":"`...)
+	dst = appendUUID(dst, e.Session)
+	dst = append(dst, `","time":"`...)
+	dst = time.Unix(0, e.Time).UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `","kind":`...)
+	dst = appendJSONString(dst, string(e.Kind))
+	dst = append(dst, `,"v":`...)
+	dst = strconv.AppendUint(dst, uint64(e.V), 10)
+	dst = append(dst, `,"server":`...)
+	dst = appendJSONString(dst, e.Server)
+	dst = append(dst, `,"cause":`...)
+	dst = strconv.AppendUint(dst, e.Cause, 10)
+	dst = append(dst, `,"payload":`...)
+	dst = append(dst, p...)
+	return append(dst, '}'), nil
+}
+
+// appendUUID appends id in its canonical form (hex digits and dashes:
+// nothing JSON escapes).
+func appendUUID(dst []byte, id uuid.UUID) []byte {
+	var b [36]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return append(dst, b[:]...)
+}
+
+// appendJSONString appends s as json.Marshal quotes it: the plain ASCII
+// of kinds and server names as is, anything else through encoding/json.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always marshals
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // UnmarshalJSON decodes what MarshalJSON wrote. The payload is decoded into

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestJSONVersions: an exported event of an unknown kind or a newer
@@ -55,6 +56,43 @@ func TestJSONRejects(t *testing.T) {
 		var got Event
 		if err := json.Unmarshal([]byte(b), &got); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err %v, want one naming %q", b, err, tt.want)
+		}
+	}
+}
+
+// referenceJSON is how MarshalJSON encoded an event before AppendJSON:
+// through encoding/json, reflection and all.
+func referenceJSON(e Event) ([]byte, error) {
+	p, err := json.Marshal(e.Payload)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(jsonEvent{ID: e.ID.String(), Seq: e.Seq, GPos: e.GPos, Session: e.Session.String(),
+		Time: time.Unix(0, e.Time).UTC().Format(time.RFC3339Nano), Kind: e.Kind, V: e.V,
+		Server: e.Server, Cause: e.Cause, Payload: p})
+}
+
+// TestAppendJSONAsReflection: for a sample of every kind, and servers and
+// kinds with characters JSON escapes, AppendJSON and json.Marshal write
+// exactly what encoding/json wrote.
+func TestAppendJSONAsReflection(t *testing.T) {
+	evs := sample()
+	for _, server := range []string{"", "web", `a"b`, "a<b>&c", "tab\there", "ünï", "\x7f", `back\slash`} {
+		e := evs[0]
+		e.Server, e.Kind = server, Kind(server)
+		evs = append(evs, e)
+	}
+	for _, e := range evs {
+		want, err := referenceJSON(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.AppendJSON([]byte("prefix"))
+		if err != nil || string(got) != "prefix"+string(want) {
+			t.Errorf("AppendJSON(%s, server %q):\n%s\nwant\n%s", e.Kind, e.Server, got, want)
+		}
+		if m, err := json.Marshal(e); err != nil || string(m) != string(want) {
+			t.Errorf("json.Marshal(%s): %s, %v", e.Kind, m, err)
 		}
 	}
 }

@@ -102,6 +102,17 @@ func intentHeld(path string, f **os.File) bool {
 	return false
 }
 
+// Writing reports whether a writer holds (or is taking) the journal at
+// path.
+func Writing(path string) bool {
+	var f *os.File
+	held := intentHeld(path, &f)
+	if f != nil {
+		_ = f.Close()
+	}
+	return held
+}
+
 // lockedError is ErrLocked for the journal at path, naming the process
 // that holds lockFile when /proc/locks says.
 func lockedError(path, lockFile string, err error) error {

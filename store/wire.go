@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -66,6 +67,10 @@ type wireVerify struct {
 	Report VerifyReport `json:"report"`
 	Err    *wireError   `json:"err,omitempty"`
 }
+
+// followCoalesce is how long a follow answer waits after a commit before
+// reading and sending it, so that a burst of commits goes out as one.
+const followCoalesce = 25 * time.Millisecond
 
 // ServeRead answers one read request from a [Reader] (see
 // [ReaderOptions.Remote]) on j, writing the answer to w. It returns when
@@ -128,6 +133,15 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 				return ctx.Err()
 			case <-j.quit:
 				return ErrClosed
+			}
+			// Let the commits of the next moments join this one: with
+			// many followers and a busy writer, each follower costs the
+			// writer a read and a write per followCoalesce at most, not
+			// per commit.
+			select {
+			case <-time.After(followCoalesce):
+			case <-ctx.Done():
+				return ctx.Err()
 			}
 		}
 	case opSession:

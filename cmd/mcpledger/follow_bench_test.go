@@ -51,22 +51,77 @@ func writerFor(b *testing.B, path string) (*store.Journal, func()) {
 // events/s, alternating with -count:
 //
 //	go test ./cmd/mcpledger -run '^$' -bench Followers -benchtime 20000x -count 5
+//
+// The third row is the floor: no follower, but as much CPU as the ten
+// followers of the row before used per second of appends, burnt by two
+// processes at the followers' priority (SCHED_IDLE) that never touch the
+// journal. What it costs the writer is the cost of that CPU being in use
+// on this machine, which no design of the followers can avoid short of
+// doing less work per event.
 func BenchmarkFollowers(b *testing.B) {
 	bin := runtimetest.BuildMcpledger(b, b.TempDir())
-	for _, n := range []int{0, 10} {
-		b.Run("followers="+strconv.Itoa(n), func(b *testing.B) { benchFollowers(b, bin, n, 8) })
+	var followerCPU float64 // CPU seconds the followers used per second of appends
+	b.Run("followers=0", func(b *testing.B) { benchFollowers(b, bin, 0, 8, 0) })
+	b.Run("followers=10", func(b *testing.B) { followerCPU = benchFollowers(b, bin, 10, 8, 0) })
+	b.Run("floor=idle-cpu", func(b *testing.B) { benchFollowers(b, bin, 0, 8, followerCPU) })
+}
+
+// TestBurnProcess is not a test: it is a CPU burner the followers
+// benchmark runs in a child process, burning the fraction of a CPU in
+// MCPLEDGER_TEST_BURN at SCHED_IDLE.
+func TestBurnProcess(t *testing.T) {
+	s := os.Getenv("MCPLEDGER_TEST_BURN")
+	if s == "" {
+		t.Skip("the followers benchmark's CPU burner")
+	}
+	frac, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowerPriority(followerNice)
+	const period = 5 * time.Millisecond
+	busy := time.Duration(frac * float64(period))
+	for {
+		t0 := time.Now()
+		for time.Since(t0) < busy {
+		}
+		time.Sleep(period - busy)
 	}
 }
 
-func benchFollowers(b *testing.B, bin string, followers, producers int) {
+// benchFollowers runs the appends with followers following, or with burn
+// CPUs burnt, and returns the CPU seconds the followers used per second
+// of appends.
+func benchFollowers(b *testing.B, bin string, followers, producers int, burn float64) float64 {
+	if burn > 0 {
+		for range 2 {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBurnProcess$")
+			cmd.Env = append(os.Environ(), "MCPLEDGER_TEST_BURN="+strconv.FormatFloat(burn/2, 'f', 3, 64))
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}()
+		}
+	}
 	dir := b.TempDir()
 	path := filepath.Join(dir, "journal.db")
 	j, closeWriter := writerFor(b, path)
 	defer closeWriter()
+	// The followers' output goes to memory (tmpfs) where there is one: on
+	// the journal's disk, 10 followers' 3 MB/s of writeback would slow its
+	// fsyncs, which is the disk's cost, not the followers'.
+	outDir := dir
+	if d, err := os.MkdirTemp("/dev/shm", "followers"); err == nil {
+		outDir = d
+		defer os.RemoveAll(d)
+	}
 	outs := make([]string, followers)
 	var procs []*exec.Cmd
 	for i := range followers {
-		outs[i] = filepath.Join(dir, "follower-"+strconv.Itoa(i)+".jsonl")
+		outs[i] = filepath.Join(outDir, "follower-"+strconv.Itoa(i)+".jsonl")
 		f, err := os.Create(outs[i])
 		if err != nil {
 			b.Fatal(err)
@@ -79,12 +134,16 @@ func benchFollowers(b *testing.B, bin string, followers, producers int) {
 		f.Close()
 		procs = append(procs, cmd)
 	}
-	defer func() {
+	var cpu time.Duration
+	stop := func() {
 		for _, p := range procs {
 			_ = p.Process.Signal(os.Interrupt)
 			_ = p.Wait()
+			cpu += p.ProcessState.UserTime() + p.ProcessState.SystemTime()
 		}
-	}()
+		procs = nil
+	}
+	defer stop()
 	// One event first, seen by every follower: they are all connected.
 	ctx := context.Background()
 	if _, err := j.Append(ctx, events.NewID(), store.Any, []events.Event{storetest.Event("first", 0, time.Now())}); err != nil {
@@ -114,6 +173,15 @@ func benchFollowers(b *testing.B, bin string, followers, producers int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	awaitLines(b, outs, b.N+1)
+	stop()
+	perSecond := cpu.Seconds() / elapsed.Seconds()
+	if followers > 0 {
+		b.ReportMetric(perSecond, "follower-cpus")
+	}
+	if burn > 0 {
+		b.ReportMetric(burn, "burnt-cpus")
+	}
+	return perSecond
 }
 
 // awaitLines waits until each file holds n lines.

@@ -173,6 +173,9 @@ func (f *commandFlags) openReadOnly(ctx context.Context) (ledger, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no journal at %s (from %s); pass --journal PATH or set MCPLEDGER_JOURNAL", path, from)
 	}
+	if err == nil && store.Writing(path) {
+		f.env.lowerPriority(readerNice) // the agent's runtime comes first
+	}
 	return r, err
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -41,6 +40,7 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 		return usageErrorf("log: unknown kind %q; kinds are %s", *kind, strings.Join(names, ", "))
 	}
 	if *follow {
+		c.env.lowerPriority(followerNice)
 		if err := c.awaitJournal(ctx, f); err != nil {
 			return err
 		}
@@ -72,12 +72,11 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if *asJSON {
-			b, err := json.Marshal(e)
-			if err != nil {
+			var err error
+			if w.line, err = e.AppendJSON(w.line[:0]); err != nil {
 				return fmt.Errorf("event %s/%d: %w", e.Session, e.Seq, err)
 			}
-			w.w.Write(b)
-			w.w.WriteByte('\n')
+			w.w.Write(append(w.line, '\n'))
 		} else {
 			writeEventLine(w.w, &e)
 		}
@@ -138,7 +137,8 @@ type flusher struct {
 	mu    sync.Mutex
 	w     *bufio.Writer
 	timer *time.Timer
-	err   error // the last timed flush's
+	err   error  // the last timed flush's
+	line  []byte // the line being written, reused
 }
 
 // soon arms the timed flush. Callers hold mu.

@@ -23,11 +23,22 @@ type env struct {
 	// openJournal opens a journal (store.Open). Tests may hand out a
 	// journal they hold open, to append while a command follows it.
 	openJournal func(path string, opts *store.Options) (*store.Journal, error)
+	// renice lowers this process's CPU priority to a nice value
+	// (lowerPriority); nil leaves it (tests that run commands in the test
+	// process).
+	renice func(nice int)
+}
+
+// lowerPriority lowers the process's priority when it runs as mcpledger.
+func (e *env) lowerPriority(nice int) {
+	if e.renice != nil {
+		e.renice(nice)
+	}
 }
 
 // run runs the command line args (without the program name).
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, openJournal: store.Open}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, openJournal: store.Open, renice: lowerPriority}
 	return e.run(ctx, args)
 }
 
