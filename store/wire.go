@@ -70,7 +70,7 @@ type wireVerify struct {
 
 // followCoalesce is how long a follow answer waits after a commit before
 // reading and sending it, so that a burst of commits goes out as one.
-const followCoalesce = 25 * time.Millisecond
+const followCoalesce = 10 * time.Millisecond
 
 // ServeRead answers one read request from a [Reader] (see
 // [ReaderOptions.Remote]) on j, writing the answer to w. It returns when
