@@ -95,8 +95,15 @@
 // waits for before it returns. Followers sleep on a channel that the
 // writer closes after each commit.
 //
-// Only one process may open a file for writing; [Options.ReadOnly] opens
-// take a shared lock, which also excludes writers. [ErrLocked] says so.
+// Only one process may open a file for writing; a writer takes the intent
+// lock ([IntentPath]) and then bbolt's lock, and keeps both until Close.
+// [Options.ReadOnly] opens take a shared lock for as long as they are
+// open, which excludes writers: they are for files no writer will want
+// (archives, tests). Other processes read a live journal with a
+// [Reader], which holds the file for a few milliseconds at a time and,
+// while a writer holds it, reads through the writer ([ServeRead], on a
+// transport the caller provides: [ReaderOptions.Remote]). [ErrLocked]
+// names the process that holds a file when a wait for it ends.
 //
 // # Invariants
 //

@@ -68,8 +68,8 @@ type wireVerify struct {
 	Err    *wireError   `json:"err,omitempty"`
 }
 
-// followCoalesce is how long a follow answer waits after a commit before
-// reading and sending it, so that a burst of commits goes out as one.
+// followCoalesce is the least time between two bursts a follow answer
+// sends, so that the commits of a busy writer go out together.
 const followCoalesce = 10 * time.Millisecond
 
 // ServeRead answers one read request from a [Reader] (see
@@ -111,6 +111,7 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 		return fw.value(wireVerify{Report: rep, Err: toWire(err)})
 	case opLog, opFollow:
 		next := max(req.From, j.base+1)
+		var sent time.Time
 		for {
 			wake := j.committed() // before reading, so that no commit is missed
 			var done bool
@@ -127,6 +128,7 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 			if err := fw.w.Flush(); err != nil {
 				return err
 			}
+			sent = time.Now()
 			select {
 			case <-wake:
 			case <-ctx.Done():
@@ -134,14 +136,16 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 			case <-j.quit:
 				return ErrClosed
 			}
-			// Let the commits of the next moments join this one: with
-			// many followers and a busy writer, each follower costs the
-			// writer a read and a write per followCoalesce at most, not
-			// per commit.
-			select {
-			case <-time.After(followCoalesce):
-			case <-ctx.Done():
-				return ctx.Err()
+			// At most one burst per followCoalesce: a commit after a
+			// quiet moment goes out at once, those of a busy writer
+			// gather, so that with many followers each costs the writer a
+			// read and a write per followCoalesce at most, not per commit.
+			if d := followCoalesce - time.Since(sent); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			}
 		}
 	case opSession:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,9 @@ func (c *LogCommand) Run(ctx context.Context, args []string) error {
 	}
 	if *follow {
 		c.env.lowerPriority(followerNice)
+		if c.env.getenv("GOGC") == "" {
+			debug.SetGCPercent(400) // a follower's heap is small: collect it less often
+		}
 		if err := c.awaitJournal(ctx, f); err != nil {
 			return err
 		}
@@ -126,9 +130,9 @@ func (c *LogCommand) awaitJournal(ctx context.Context, f *commandFlags) error {
 	}
 }
 
-// followFlushDelay is how long a followed event may wait in the buffer
-// for others to share its write: a burst of commits costs a few writes,
-// and an event is still on screen well within 100ms of its commit.
+// followFlushDelay is the least time between two writes of a follow's
+// output: an event after a quiet moment is written at once, those of a
+// burst share writes, and none waits more than this.
 const followFlushDelay = 5 * time.Millisecond
 
 // flusher is log's output: buffered, and for --follow flushed
@@ -137,24 +141,31 @@ type flusher struct {
 	mu    sync.Mutex
 	w     *bufio.Writer
 	timer *time.Timer
-	err   error  // the last timed flush's
-	line  []byte // the line being written, reused
+	err   error     // the last flush's
+	last  time.Time // when it was
+	line  []byte    // the line being written, reused
 }
 
-// soon arms the timed flush. Callers hold mu.
+// soon flushes now if the last flush is followFlushDelay old, else arms a
+// flush for when it will be. Callers hold mu.
 func (f *flusher) soon() error {
 	if f.err != nil {
 		return f.err // stdout is gone (a closed pipe): stop following
 	}
-	if f.timer == nil {
-		f.timer = time.AfterFunc(followFlushDelay, func() {
+	if f.timer != nil {
+		return nil
+	}
+	if wait := followFlushDelay - time.Since(f.last); wait > 0 {
+		f.timer = time.AfterFunc(wait, func() {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.timer = nil
-			f.err = f.w.Flush()
+			f.err, f.last = f.w.Flush(), time.Now()
 		})
+		return nil
 	}
-	return nil
+	f.err, f.last = f.w.Flush(), time.Now()
+	return f.err
 }
 
 func (f *flusher) flush() error {

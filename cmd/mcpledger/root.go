@@ -160,8 +160,9 @@ Commands:
         states, failures, retries, approvals, reloads and calls over time
   sessions [--json]
         list sessions: start, last event, events, servers seen, how it ended
-  log [--session ID|last] [--server N] [--kind K] [--follow] [--json]
-        print events in journal order, one a line (--json: one object a line)
+  log [--session ID|last] [--server N] [--kind K] [--from GPOS] [--follow] [--json]
+        print events in journal order, one a line (--json: one object a line);
+        --follow goes on with new ones as they land, across restarts of run
   verify [--drop-checkpoints]
         check every record (CRC, decode, gapless seqs, hash chains, indexes),
         every checkpoint against the events, and the archives the journal names
@@ -171,7 +172,9 @@ Commands:
   help [COMMAND]
         print this help, or a command's flags
 
-SESSION is a session ID, a unique prefix of one, or "last" (the most recent).
+SESSION is a session ID, a unique prefix of one, or "last" (the most recent
+session of run, serve or demo). Every read command works while run or serve
+holds the journal.
 
 Common flags:
   --journal PATH   the journal (env MCPLEDGER_JOURNAL,
