@@ -22,7 +22,8 @@ import (
 // sessions of 10,000 events (runtimetest.History; 10 sessions under
 // -short) after a run left its checkpoint; the full-fold rows run them on
 // the same journal without checkpoints (the journal as before them), as
-// the baseline of the same run. Metrics per command: wall-ms and
+// the baseline of the same run; the beside-writer rows with a writer
+// holding the journal and serving its reads, as run does. Metrics per command: wall-ms and
 // maxrss-MB, the median of the command's peak resident set as
 // /usr/bin/time's %M reports it (the rusage Go's exec returns is not the
 // command's own: a child started by vfork inherits the parent's peak,
@@ -51,7 +52,14 @@ func BenchmarkReadCommandsHistory(b *testing.B) {
 		{"why", "mcp__crashy__echo"},
 		{"replay", "last"},
 	}
-	for _, journal := range []struct{ name, path string }{{"checkpoints", withCP}, {"full-fold", full}} {
+	for _, journal := range []struct {
+		name, path string
+		writer     bool
+	}{{"checkpoints", withCP, false}, {"checkpoints,beside-writer", withCP, true}, {"full-fold", full, false}} {
+		closeWriter := func() {}
+		if journal.writer { // held as run holds it: the commands read through its control socket
+			_, closeWriter = writerFor(b, journal.path)
+		}
 		for _, args := range commands {
 			b.Run("events="+size+","+journal.name+"/"+args[0], func(b *testing.B) {
 				var wall time.Duration
@@ -82,6 +90,7 @@ func BenchmarkReadCommandsHistory(b *testing.B) {
 				b.ReportMetric(float64(rss[len(rss)/2])/1024, "maxrss-MB")
 			})
 		}
+		closeWriter()
 	}
 }
 
