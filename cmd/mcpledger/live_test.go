@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime/control"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -473,4 +474,66 @@ func readEvents(t *testing.T, jp string) []events.Event {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestLastIsTheAgentsSession: after a run, an offline approve and a
+// one-shot call record sessions of their own, but `last` (log, replay,
+// why, timeline) and status still mean the run's; sessions names each
+// session's kind; status with nothing running says when the run ended.
+func TestLastIsTheAgentsSession(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"gh": map[string]any{"command": bin}}})
+	if err := os.WriteFile(filepath.Join(ws, ".mcp.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := faultConfig(t, dir, false)
+	jp := filepath.Join(dir, "journal.db")
+	if r := runCLI(t, "run", "--once", "--journal", jp, "--mcp-config", cfg, "--workspace", ws); r.err != nil {
+		t.Fatalf("run --once: %v", r.err)
+	}
+	if r := runCLI(t, "approve", "gh", "--journal", jp, "--workspace", ws); r.err != nil {
+		t.Fatalf("approve: %v %s", r.err, r.stderr)
+	}
+	if r := runCLI(t, "call", "mcp__good__echo", "--args", `{"message":"x"}`, "--journal", jp, "--mcp-config", cfg, "--workspace", ws); r.err != nil {
+		t.Fatalf("one-shot call: %v %s", r.err, r.stderr)
+	}
+	r := runCLI(t, "sessions", "--json", "--journal", jp)
+	var rows []sessionRow
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("sessions --json: %v, %d rows\n%s", err, len(rows), r.stdout)
+	}
+	if rows[0].Kind != "run" || rows[1].Kind != "approve" || rows[2].Kind != "call" {
+		t.Errorf("kinds %q %q %q, want run approve call", rows[0].Kind, rows[1].Kind, rows[2].Kind)
+	}
+	if text := runCLI(t, "sessions", "--journal", jp).stdout; !strings.Contains(text, "KIND") || !strings.Contains(text, " approve ") {
+		t.Errorf("sessions does not show kinds:\n%s", text)
+	}
+	run := rows[0].ID
+	if r := runCLI(t, "log", "--session", "last", "--json", "--journal", jp); !strings.Contains(r.stdout, run) || strings.Contains(r.stdout, rows[2].ID) {
+		t.Errorf("log --session last is not the run's session %s", run)
+	}
+	if r := runCLI(t, "replay", "last", "--json", "--journal", jp); r.err != nil || !strings.Contains(r.stdout, run) {
+		t.Errorf("replay last: %v, not the run's session", r.err)
+	}
+	st := runCLI(t, "status", "--journal", jp)
+	if st.err != nil || !strings.Contains(st.stdout, "session "+run+" ended ") || !strings.Contains(st.stdout, "no mcpledger is running") || !strings.Contains(st.stdout, "AT THE END") {
+		t.Errorf("status with nothing running:\n%s%v", st.stdout, st.err)
+	}
+	var js statusResult
+	if err := json.Unmarshal([]byte(runCLI(t, "status", "--json", "--journal", jp).stdout), &js); err != nil || js.Running || js.Session != run || js.Ended == "" {
+		t.Errorf("status --json: %+v, %v", js, err)
+	}
+	// A session whose process was killed: status says it did not stop.
+	holder := startRun(t, jp, cfg, ws)
+	_ = holder.Process.Signal(syscall.SIGKILL)
+	_ = holder.Wait()
+	st = runCLI(t, "status", "--journal", jp)
+	if st.err != nil || !strings.Contains(st.stdout, "did not stop") {
+		t.Errorf("status after kill -9:\n%s%v", st.stdout, st.err)
+	}
 }
