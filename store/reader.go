@@ -467,7 +467,22 @@ func (r *Reader) Follow(ctx context.Context, fromGPos uint64, fn func(events.Eve
 		src := r.source(ctx, readRequest{Op: opLog}, func(j *Journal) fillFunc { return j.fillLog })
 		next, err = scan(ctx, next, src.fill, fn)
 		src.close()
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrLocked):
+			// A writer that serves no reads (an archive, an older
+			// mcpledger) has held the file for Wait: a follower waits on.
+			continue
+		case errors.Is(err, ErrReplaced):
+			// An archive replaced the file (run --retain, archive):
+			// positions stay, the records up to its base moved out.
+			if err := r.adopt(ctx); err != nil {
+				return err
+			}
+			if next <= r.base {
+				return fmt.Errorf("%w: events %d to %d moved to an archive before they were followed (mcpledger sessions names it)", ErrReplaced, next, r.base)
+			}
+			continue
+		case err != nil:
 			return r.attribute(err)
 		}
 		// Wait for a commit (the file's meta changes) or a writer.
@@ -477,6 +492,24 @@ func (r *Reader) Follow(ctx context.Context, fromGPos uint64, fn func(events.Eve
 			}
 		}
 	}
+}
+
+// adopt makes the file now at the path the one read, after an archive
+// replaced the one read so far.
+func (r *Reader) adopt(ctx context.Context) error {
+	r.mu.Lock()
+	r.release()
+	r.ino = 0
+	r.mu.Unlock()
+	var info readerInfo
+	err := r.do(ctx, func(j *Journal) error {
+		info = readerInfo{Base: j.Base(), Sealed: j.Sealed()}
+		return nil
+	}, readRequest{Op: opInfo}, &info)
+	if err == nil {
+		r.base, r.sealed = info.Base, info.Sealed
+	}
+	return err
 }
 
 // followWriter follows the log through the writer, from next, for as long

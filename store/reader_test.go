@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
@@ -346,5 +347,66 @@ func TestReaderFollowAcrossWriters(t *testing.T) {
 			t.Fatalf("event at gpos %d, want %d (missed or repeated)", e.GPos, want)
 		}
 		want++
+	}
+}
+
+// TestReaderFollowAcrossArchive: a Follow goes on across an archive that
+// replaces the file under it (as run --retain does between two runs):
+// the events appended after it arrive, none twice.
+func TestReaderFollowAcrossArchive(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	for _, n := range []int{100, 50} {
+		if _, err := j.Append(t.Context(), events.NewID(), store.NoStream, evs(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got := make(chan uint64, 200)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Follow(ctx, 1, func(e events.Event) error {
+			got <- e.GPos
+			if e.GPos == 170 {
+				return io.EOF
+			}
+			return nil
+		})
+	}()
+	for len(got) < 150 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := store.Archive(t.Context(), path, filepath.Join(filepath.Dir(path), "a1.db"), 100, []byte("base"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := mustOpen(t, path, noSync())
+	if _, err := w.Append(t.Context(), events.NewID(), store.NoStream, evs(20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, io.EOF) {
+		t.Fatalf("Follow across an archive: %v after %d events", err, len(got))
+	}
+	close(got)
+	want := uint64(1)
+	for g := range got {
+		if g != want {
+			t.Fatalf("gpos %d, want %d", g, want)
+		}
+		want++
+	}
+	if want != 171 {
+		t.Fatalf("%d events, want 170", want-1)
 	}
 }
