@@ -77,12 +77,15 @@ func appendUUID(dst []byte, id uuid.UUID) []byte {
 	return append(dst, b[:]...)
 }
 
-// appendJSONString appends s as json.Marshal quotes it: the plain ASCII
-// of kinds and server names as is, anything else through encoding/json.
+// appendJSONString appends s as json.Marshal quotes it: printable ASCII
+// that JSON and encoding/json's HTML escaping leave alone as is, without
+// allocating; anything else (control bytes, quotes, backslashes, <, >, &,
+// and every non-ASCII byte, for U+2028, U+2029 and invalid UTF-8) through
+// encoding/json.
 func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			b, _ := json.Marshal(s) // a string always marshals
 			return append(dst, b...)
 		}

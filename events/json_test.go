@@ -96,3 +96,25 @@ func TestAppendJSONAsReflection(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJSONString: names made of printable ASCII are quoted as
+// encoding/json quotes them without allocating; everything JSON or HTML
+// escaping touches goes through encoding/json.
+func TestAppendJSONString(t *testing.T) {
+	dst := make([]byte, 0, 256)
+	for _, s := range []string{"", "server.transitioned", "a b", "~!#$%'()*+,-./09:;=?@AZ[]^_`az{|}", "\x7f"} {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(dst[:0], s); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+		if n := testing.AllocsPerRun(10, func() { dst = appendJSONString(dst[:0], s) }); n != 0 {
+			t.Errorf("appendJSONString(%q) allocates %v times: the plain path was not taken", s, n)
+		}
+	}
+	for _, s := range []string{"\x00", "\x1f", `"`, `\`, "<", ">", "&", "\x80", "\xff", "é", "\u2028", "\u2029", "a\tb"} {
+		want, _ := json.Marshal("x" + s + "y")
+		if got := appendJSONString(dst[:0], "x"+s+"y"); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", "x"+s+"y", got, want)
+		}
+	}
+}
