@@ -158,9 +158,10 @@ func LockHolder(path string) (h Holder, ok bool) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// 1: FLOCK  ADVISORY  WRITE 4242 fd:01:123456 0 EOF
+		// 1: FLOCK  ADVISORY  WRITE 4242 fd:01:123456 0 EOF (a waiter's
+		// line has "->" before FLOCK, and one more field)
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[1] == "->" || fields[1] != "FLOCK" {
+		if len(fields) < 8 || fields[1] != "FLOCK" {
 			continue
 		}
 		id := strings.Split(fields[5], ":")

@@ -166,6 +166,12 @@ func TestReadOnly(t *testing.T) {
 // binary re-executed) and returns once the child holds it; release makes
 // the child close it and waits for the child to exit.
 func holdInChild(t *testing.T, path string) (release func()) {
+	release, _ = holdInChildPID(t, path)
+	return release
+}
+
+// holdInChildPID is holdInChild, and the child's pid.
+func holdInChildPID(t *testing.T, path string) (release func(), pid int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=hold "+path)
@@ -201,7 +207,7 @@ func holdInChild(t *testing.T, path string) (release func()) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("child did not open the journal within 30s")
 	}
-	return release
+	return release, cmd.Process.Pid
 }
 
 // TestLockedByOtherProcess holds the journal in a child process: Open
