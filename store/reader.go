@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpledger/mcpledger/events"
 )
@@ -421,20 +422,26 @@ func (r *Reader) ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Ev
 	src := r.source(ctx, readRequest{Op: opLog}, func(j *Journal) fillFunc { return j.fillLog })
 	defer src.close()
 	_, err := scan(ctx, max(fromGPos, r.base+1), src.fill, fn)
-	return r.attribute(err)
+	return r.attribute(ctx, err)
 }
 
-// attribute is [Journal.attribute] on the file (the writer attributes
-// what it sends).
-func (r *Reader) attribute(err error) error {
+// attribute is [Journal.attribute], on the file or through the writer:
+// a record found damaged by its CRC or decoding (here, not by the writer,
+// which attributes what it finds) is named by its session and seq.
+func (r *Reader) attribute(ctx context.Context, err error) error {
 	var ce *CorruptError
 	if !errors.As(err, &ce) || ce.Session != uuid.Nil || ce.GPos == 0 {
 		return err
 	}
-	_ = r.onFile(func(j *Journal) error {
-		err = j.attribute(err)
+	var loc wireLocation
+	_ = r.do(ctx, func(j *Journal) error {
+		_ = j.read(func(tx *bolt.Tx) error { // a damaged index may fault too
+			loc.Session, loc.Seq, _ = locate(tx, ce.GPos)
+			return nil
+		})
 		return nil
-	})
+	}, readRequest{Op: opLocate, From: ce.GPos}, &loc)
+	ce.Session, ce.Seq = loc.Session, loc.Seq
 	return err
 }
 
@@ -462,7 +469,7 @@ func (r *Reader) Follow(ctx context.Context, fromGPos uint64, fn func(events.Eve
 		case errors.Is(err, errGone):
 			continue // the writer stopped: what it committed last is in the file
 		default:
-			return err
+			return r.attribute(ctx, err)
 		}
 		src := r.source(ctx, readRequest{Op: opLog}, func(j *Journal) fillFunc { return j.fillLog })
 		next, err = scan(ctx, next, src.fill, fn)
@@ -483,7 +490,7 @@ func (r *Reader) Follow(ctx context.Context, fromGPos uint64, fn func(events.Eve
 			}
 			continue
 		case err != nil:
-			return r.attribute(err)
+			return r.attribute(ctx, err)
 		}
 		// Wait for a commit (the file's meta changes) or a writer.
 		for fileMark(r.path) == mark && !r.writerWants() {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,6 +141,7 @@ type reader interface {
 	Head(ctx context.Context, id uuid.UUID) (store.SessionInfo, error)
 	ReadSession(ctx context.Context, id uuid.UUID, from uint64, fn func(events.Event) error) error
 	ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error
+	Follow(ctx context.Context, from uint64, fn func(events.Event) error) error
 	Checkpoints(ctx context.Context) ([]store.Checkpoint, error)
 	Verify(ctx context.Context) (store.VerifyReport, error)
 }
@@ -408,5 +410,174 @@ func TestReaderFollowAcrossArchive(t *testing.T) {
 	}
 	if want != 171 {
 		t.Fatalf("%d events, want 170", want-1)
+	}
+}
+
+// errorsOf runs the reads that can meet a damaged record and returns
+// their errors.
+func errorsOf(t *testing.T, r reader, sid uuid.UUID) []error {
+	t.Helper()
+	ctx := t.Context()
+	nop := func(events.Event) error { return nil }
+	_, verr := r.Verify(ctx)
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return []error{
+		r.ReadAll(ctx, 1, nop),
+		r.ReadSession(ctx, sid, 1, nop),
+		verr,
+		r.Follow(fctx, 1, nop),
+	}
+}
+
+// TestReaderCorruptThroughWriter: a damaged record read through the
+// writer fails as it does read from the file: the same message, and the
+// same *CorruptError (session, seq, gpos, reason) under errors.As.
+func TestReaderCorruptThroughWriter(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	fill(t, j)
+	list, err := j.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := list[1].Session
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	storetest.FlipRecordByte(t, path, sid, 700)
+	ro := mustOpen(t, path, &store.Options{ReadOnly: true})
+	want := errorsOf(t, ro, sid)
+	_ = ro.Close()
+	w := mustOpen(t, path, noSync())
+	s := serve(w)
+	defer s.stop()
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: s.remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := errorsOf(t, r, sid)
+	for i := range want {
+		var wc, gc *store.CorruptError
+		if !errors.As(want[i], &wc) {
+			t.Fatalf("read %d of the file: %v, want a *CorruptError", i, want[i])
+		}
+		if got[i] == nil || got[i].Error() != want[i].Error() {
+			t.Errorf("read %d through the writer: %v\nwant %v", i, got[i], want[i])
+			continue
+		}
+		if !errors.As(got[i], &gc) || gc.Session != wc.Session || gc.Seq != wc.Seq || gc.GPos != wc.GPos || gc.Reason != wc.Reason ||
+			!errors.Is(got[i], store.ErrCorrupt) || errors.Is(got[i], store.ErrNotFound) {
+			t.Errorf("read %d through the writer: %#v, want %#v", i, gc, wc)
+		}
+		if (wc.Err == nil) != (gc.Err == nil) || errors.Is(want[i], events.ErrCorrupt) != errors.Is(got[i], events.ErrCorrupt) {
+			t.Errorf("read %d: the underlying error differs: %v / %v", i, gc.Err, wc.Err)
+		}
+	}
+	if _, err := r.Head(t.Context(), events.NewID()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Head of an unknown session through the writer: %v, want ErrNotFound", err)
+	}
+}
+
+// TestReaderOfAnOlderWriter: a writer that answers the read request with
+// the control socket's JSON error (an mcpledger from before reads were
+// served) fails the read at once, saying so.
+func TestReaderOfAnOlderWriter(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	fill(t, j)
+	old := func(context.Context, []byte) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(`{"ok":false,"error":"unknown op \"read\""}` + "\n")), nil
+	}
+	_, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: old, Wait: time.Second})
+	if !errors.Is(err, store.ErrNoReads) || !strings.Contains(err.Error(), `unknown op "read"`) {
+		t.Errorf("OpenReader beside an older writer: %v, want ErrNoReads with its answer", err)
+	}
+}
+
+// TestReaderWaitsForASilentWriter: a writer that serves no reads keeps a
+// Reader waiting for Wait, then the read fails with ErrLocked; once it
+// closes, the reader reads the file.
+func TestReaderWaitsForASilentWriter(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	fill(t, j)
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Wait: 50 * time.Millisecond})
+	if !errors.Is(err, store.ErrLocked) || r != nil {
+		t.Fatalf("OpenReader beside a writer that serves no reads: %v", err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = j.Close()
+	}()
+	r, err = store.OpenReader(t.Context(), path, &store.ReaderOptions{Wait: 30 * time.Second})
+	if err != nil {
+		t.Fatalf("OpenReader once the writer closes: %v", err)
+	}
+	defer r.Close()
+	if list, err := r.Sessions(t.Context()); err != nil || len(list) != 3 {
+		t.Errorf("Sessions: %d, %v", len(list), err)
+	}
+}
+
+// TestReaderVerifyGivesWay: a writer that wants the file while a Reader
+// verifies it opens at once (the verify is cancelled, its lease ends), and
+// the verify is done again through the writer, with the whole file's
+// report.
+func TestReaderVerifyGivesWay(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	sid := events.NewID()
+	for range 200 {
+		if _, err := j.Append(t.Context(), sid, store.Any, evs(500)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := j.Verify(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var s *served
+	remote := func(ctx context.Context, req []byte) (io.ReadCloser, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s == nil {
+			return nil, errors.New("no writer")
+		}
+		return s.remote(ctx, req)
+	}
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	type result struct {
+		rep store.VerifyReport
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := r.Verify(t.Context())
+		done <- result{rep, err, time.Now()}
+	}()
+	time.Sleep(20 * time.Millisecond) // into the verify of 100,000 records
+	w := mustOpen(t, path, &store.Options{NoSync: true, LockTimeout: 30 * time.Second})
+	opened := time.Now()
+	mu.Lock()
+	s = serve(w)
+	mu.Unlock()
+	defer s.stop()
+	res := <-done
+	if res.err != nil || res.rep != want {
+		t.Fatalf("Verify = %+v, %v; want %+v", res.rep, res.err, want)
+	}
+	if !opened.Before(res.at) {
+		t.Errorf("the writer opened after the verify ended: the verify kept it out")
 	}
 }

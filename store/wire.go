@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpledger/mcpledger/events"
 )
@@ -39,6 +40,7 @@ const (
 	opFollow      = "follow"  // records of the log from From, an 'E' after each burst, until the writer stops
 	opCheckpoints = "checkpoints"
 	opVerify      = "verify"
+	opLocate      = "locate" // the session and seq of the record at global position From
 )
 
 // readRequest is one read asked of the writer.
@@ -60,6 +62,12 @@ type wireCheckpoint struct {
 	Data []byte     `json:"data,omitempty"`
 	Err  *wireError `json:"err,omitempty"`
 	Base bool       `json:"base,omitempty"`
+}
+
+// wireLocation answers opLocate.
+type wireLocation struct {
+	Session uuid.UUID `json:"session"`
+	Seq     uint64    `json:"seq"`
 }
 
 // wireVerify answers opVerify: the report, and the error if any.
@@ -109,6 +117,13 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 	case opVerify:
 		rep, err := j.Verify(ctx)
 		return fw.value(wireVerify{Report: rep, Err: toWire(err)})
+	case opLocate:
+		var loc wireLocation
+		_ = j.read(func(tx *bolt.Tx) error { // a damaged index may fault too
+			loc.Session, loc.Seq, _ = locate(tx, req.From)
+			return nil
+		})
+		return fw.value(loc)
 	case opLog, opFollow:
 		next := max(req.From, j.base+1)
 		var sent time.Time
