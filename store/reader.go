@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"sync"
 	"syscall"
@@ -38,17 +37,20 @@ type ReaderOptions struct {
 	// shared-locked, at a time: a writer that wants the file waits at most
 	// this long plus one chunk's read. Default DefaultLease.
 	Lease time.Duration
-
-	// Poll is how often Follow looks for a new commit in the file while
-	// no writer serves it. Default DefaultFollowPoll.
-	Poll time.Duration
 }
 
 // Defaults for zero ReaderOptions fields.
 const (
 	DefaultReaderWait = 10 * time.Second
 	DefaultLease      = 20 * time.Millisecond
-	DefaultFollowPoll = 20 * time.Millisecond
+)
+
+// followPoll is how often Follow looks for a new commit in the file while
+// no writer serves it; retryPause, how long a read waits before it tries
+// the file and the writer again.
+const (
+	followPoll = 20 * time.Millisecond
+	retryPause = 5 * time.Millisecond
 )
 
 // ErrReplaced is returned by a [Reader] whose journal file was replaced
@@ -109,9 +111,6 @@ func OpenReader(ctx context.Context, path string, opts *ReaderOptions) (*Reader,
 	if r.o.Lease <= 0 {
 		r.o.Lease = DefaultLease
 	}
-	if r.o.Poll <= 0 {
-		r.o.Poll = DefaultFollowPoll
-	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
@@ -143,10 +142,8 @@ func (r *Reader) Close() error {
 	defer r.mu.Unlock()
 	r.closed = true
 	r.release()
-	if r.intent != nil {
-		_ = r.intent.Close()
-		r.intent = nil
-	}
+	_ = r.intent.Close() // nil-safe
+	r.intent = nil
 	return nil
 }
 
@@ -217,11 +214,7 @@ func (r *Reader) onFileWatched(ctx context.Context, fn func(ctx context.Context,
 		defer wg.Wait() // after cancel: the watcher ends
 		wg.Go(func() {
 			var f *os.File
-			defer func() {
-				if f != nil {
-					_ = f.Close()
-				}
-			}()
+			defer func() { _ = f.Close() }() // nil-safe
 			t := time.NewTicker(lockPoll)
 			defer t.Stop()
 			for {
@@ -270,7 +263,7 @@ func (r *Reader) retry(ctx context.Context, attempt func() error) error {
 		if !errors.Is(err, errWriter) && !errors.Is(err, errGone) {
 			return err
 		}
-		pause := 5 * lockPoll
+		pause := retryPause
 		if errors.Is(err, errGone) {
 			since, pause = time.Time{}, lockPoll // a writer answered a moment ago: it stopped
 		} else if since.IsZero() {
@@ -294,6 +287,7 @@ func (r *Reader) lockedError() error {
 	return fmt.Errorf("read %s: %w", r.path, ErrLocked)
 }
 
+// sleepCtx waits for d (not at all if d <= 0), or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -457,7 +451,7 @@ func (r *Reader) writerWants() bool {
 // committed, across the writer's start, stop and restart, until ctx ends
 // (it then returns ctx's error). While a writer serves reads, the writer
 // pushes each commit; while none holds the file, Follow looks for a new
-// commit every Poll (one read of the file's meta pages).
+// commit every 20ms (one read of the file's meta pages).
 func (r *Reader) Follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
 	next := max(fromGPos, r.base+1)
 	for {
@@ -494,7 +488,7 @@ func (r *Reader) Follow(ctx context.Context, fromGPos uint64, fn func(events.Eve
 		}
 		// Wait for a commit (the file's meta changes) or a writer.
 		for fileMark(r.path) == mark && !r.writerWants() {
-			if err := sleepCtx(ctx, r.o.Poll); err != nil {
+			if err := sleepCtx(ctx, followPoll); err != nil {
 				return err
 			}
 		}
@@ -678,47 +672,46 @@ func (s *source) fill(ctx context.Context, c *chunk, next uint64) (uint64, error
 
 // inode returns path's inode number, 0 if it cannot be read.
 func inode(path string) uint64 {
-	info, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
+	defer f.Close()
+	return inodeOf(f)
+}
+
+// inodeOf returns f's inode number, 0 if it cannot be read.
+func inodeOf(f *os.File) uint64 {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0
 	}
-	return 0
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st == nil {
+		return 0
+	}
+	return st.Ino
 }
 
-// mark identifies a state of the journal file: which file, and its
-// newest committed transaction.
+// mark identifies a state of the journal file: which file, and the
+// transaction IDs of its two meta pages (a commit writes one of them).
 type mark struct {
-	ino, txid uint64
+	ino        uint64
+	txid0, tx1 uint64
 }
 
-// fileMark reads the file's mark without a lock: its inode and the newest
-// valid meta page's txid. A torn read of a meta page fails its checksum
-// and is ignored.
+// fileMark reads the file's mark without a lock. A torn read of a meta
+// page gives a mark that differs, and costs one needless read.
 func fileMark(path string) mark {
+	var m mark
 	f, err := os.Open(path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return mark{}
-		}
-		return mark{}
+		return m // no file (yet): the zero mark
 	}
 	defer f.Close()
-	var m mark
-	if fi, err := f.Stat(); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			m.ino = st.Ino
-		}
-	}
-	m0, ok := readMeta(f, 0)
-	if !ok {
-		return m
-	}
-	m.txid = m0.txid
-	if m1, ok := readMeta(f, int64(m0.pageSize)); ok && m1.txid > m.txid {
-		m.txid = m1.txid
-	}
+	m.ino = inodeOf(f)
+	m0, _ := readMeta(f, 0)
+	m1, _ := readMeta(f, int64(m0.pageSize))
+	m.txid0, m.tx1 = m0.txid, m1.txid
 	return m
 }

@@ -3,11 +3,14 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -297,7 +300,7 @@ func TestReaderFollowAcrossWriters(t *testing.T) {
 		}
 		return s.remote(ctx, req)
 	}
-	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: remote, Poll: time.Millisecond})
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: remote})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +369,7 @@ func TestReaderFollowAcrossArchive(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Poll: time.Millisecond})
+	r, err := store.OpenReader(t.Context(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,15 +506,19 @@ func TestReaderWaitsForASilentWriter(t *testing.T) {
 	path := tempPath(t)
 	j := mustOpen(t, path, noSync())
 	fill(t, j)
+	t0 := time.Now()
 	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Wait: 50 * time.Millisecond})
 	if !errors.Is(err, store.ErrLocked) || r != nil {
 		t.Fatalf("OpenReader beside a writer that serves no reads: %v", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second { // DefaultReaderWait is 10s
+		t.Errorf("a Wait of 50ms waited %v", d)
 	}
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		_ = j.Close()
 	}()
-	r, err = store.OpenReader(t.Context(), path, &store.ReaderOptions{Wait: 30 * time.Second})
+	r, err = store.OpenReader(t.Context(), path, nil) // waits up to DefaultReaderWait
 	if err != nil {
 		t.Fatalf("OpenReader once the writer closes: %v", err)
 	}
@@ -579,5 +586,119 @@ func TestReaderVerifyGivesWay(t *testing.T) {
 	}
 	if !opened.Before(res.at) {
 		t.Errorf("the writer opened after the verify ended: the verify kept it out")
+	}
+}
+
+// TestReaderLease: a read leaves the file shared-locked for Lease (the
+// next reads reuse the open), and no longer: then a writer could take it
+// without a word to the reader.
+func TestReaderLease(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	fill(t, j)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	exclusive := func() bool { // could another process lock it for writing now?
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			return false
+		}
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return true
+	}
+	long, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Lease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if exclusive() {
+		t.Error("a reader with an hour's lease let go of the file within 50ms")
+	}
+	long.Close()
+	if !exclusive() {
+		t.Error("a closed reader still holds the file")
+	}
+	short, err := store.OpenReader(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	for deadline := time.Now().Add(10 * time.Second); !exclusive(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a reader's lease of DefaultLease did not end within 10s")
+		}
+	}
+}
+
+// cutAfter is an answer that breaks off after n bytes, as when the writer
+// stops in the middle of it.
+type cutAfter struct {
+	io.ReadCloser
+	n int
+}
+
+func (c *cutAfter) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if len(p) > c.n {
+		p = p[:c.n]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.n -= n
+	return n, err
+}
+
+// TestReaderAcrossBrokenAnswers: answers that break off in the middle (a
+// writer stopping) are taken up again from where they broke, by
+// position: every read still gives the file's answer, and a follow
+// neither repeats nor skips an event.
+func TestReaderAcrossBrokenAnswers(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	fill(t, j)
+	s := serve(j)
+	defer s.stop()
+	broken := func(ctx context.Context, req []byte) (io.ReadCloser, error) {
+		rc, err := s.remote(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &cutAfter{ReadCloser: rc, n: 20_000}, nil // about 80 records
+	}
+	whole, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: s.remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Close()
+	want := readAllOf(t, whole)
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: broken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := readAllOf(t, r); !reflect.DeepEqual(got, want) {
+		t.Error("reads through answers that break off differ from whole ones")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	next := uint64(1)
+	err = r.Follow(ctx, 1, func(e events.Event) error {
+		if e.GPos != next {
+			return fmt.Errorf("followed gpos %d, want %d", e.GPos, next)
+		}
+		next++
+		if next > uint64(len(want.All)) {
+			return io.EOF
+		}
+		return nil
+	})
+	if !errors.Is(err, io.EOF) {
+		t.Errorf("Follow through answers that break off: %v", err)
 	}
 }

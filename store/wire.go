@@ -155,12 +155,8 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 			// quiet moment goes out at once, those of a busy writer
 			// gather, so that with many followers each costs the writer a
 			// read and a write per followCoalesce at most, not per commit.
-			if d := followCoalesce - time.Since(sent); d > 0 {
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
+			if err := sleepCtx(ctx, time.Until(sent.Add(followCoalesce))); err != nil {
+				return err
 			}
 		}
 	case opSession:
