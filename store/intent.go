@@ -107,9 +107,7 @@ func intentHeld(path string, f **os.File) bool {
 func Writing(path string) bool {
 	var f *os.File
 	held := intentHeld(path, &f)
-	if f != nil {
-		_ = f.Close()
-	}
+	_ = f.Close() // nil-safe
 	return held
 }
 
