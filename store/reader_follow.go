@@ -171,11 +171,7 @@ func inodeOf(f *os.File) uint64 {
 	if err != nil {
 		return 0
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st == nil {
-		return 0
-	}
-	return st.Ino
+	return fi.Sys().(*syscall.Stat_t).Ino // store runs on Unix (flock)
 }
 
 // mark identifies a state of the journal file: which file, and the

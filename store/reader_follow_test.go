@@ -145,6 +145,55 @@ func TestReaderFollowAcrossArchive(t *testing.T) {
 	if want != 171 {
 		t.Fatalf("%d events, want 170", want-1)
 	}
+	if r.Base() != 100 {
+		t.Errorf("Base after the archive = %d, want 100", r.Base())
+	}
+}
+
+// TestReaderFollowSeesQuickWriters: writers that each open the journal,
+// append one event and close it between two looks of a follower (as
+// approve does) are all seen: the follower notices their commits in the
+// file, not only their intent locks.
+func TestReaderFollowSeesQuickWriters(t *testing.T) {
+	path := tempPath(t)
+	mustOpen(t, path, noSync()).Close()
+	r, err := store.OpenReader(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const writers = 20
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	seen := make(chan uint64, writers)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Follow(ctx, 1, func(e events.Event) error {
+			seen <- e.GPos
+			return nil
+		})
+	}()
+	for i := range writers {
+		w := mustOpen(t, path, noSync())
+		if _, err := w.Append(t.Context(), events.NewID(), store.NoStream, evs(1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case g := <-seen:
+			if g != uint64(i+1) {
+				t.Fatalf("followed gpos %d, want %d", g, i+1)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the commit of quick writer %d was not followed", i+1)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Follow after cancel: %v", err)
+	}
 }
 
 // cutAfter is an answer that breaks off after n bytes, as when the writer

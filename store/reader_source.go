@@ -47,10 +47,8 @@ func (s *source) fill(ctx context.Context, c *chunk, next uint64) (uint64, error
 			if !errors.Is(err, errWriter) {
 				return err
 			}
-			if s.fr != nil || s.ended {
-				s.close()
-				s.ended = false
-			}
+			s.close() // an answer at another position, or ended
+			s.ended = false
 			req := s.req
 			req.From = next
 			fr, closer, err := s.r.open(ctx, req)
