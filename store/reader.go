@@ -80,6 +80,9 @@ type Reader struct {
 	expiry *time.Timer
 	intent *os.File // the intent lock file, once it exists
 	closed bool
+	// life ends when the Reader is closed: it ends a Follow.
+	life    context.Context
+	endLife context.CancelFunc
 
 	ino    uint64 // the file's inode when first leased (0: not yet)
 	base   uint64
@@ -101,6 +104,7 @@ var errGone = errors.New("store: the writer stopped answering")
 // than Wait without answering through Remote.
 func OpenReader(ctx context.Context, path string, opts *ReaderOptions) (*Reader, error) {
 	r := &Reader{path: path}
+	r.life, r.endLife = context.WithCancel(context.Background())
 	if opts != nil {
 		r.o = *opts
 	}
@@ -140,6 +144,7 @@ func (r *Reader) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
+	r.endLife()
 	r.release()
 	_ = r.intent.Close() // nil-safe
 	r.intent = nil

@@ -19,7 +19,20 @@ import (
 // (it then returns ctx's error). While a writer serves reads, the writer
 // pushes each commit; while none holds the file, Follow looks for a new
 // commit every 20ms (one read of the file's meta pages).
+// Closing the Reader ends it with [ErrClosed].
 func (r *Reader) Follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(r.life, cancel)
+	defer stop()
+	err := r.follow(fctx, fromGPos, fn)
+	if r.life.Err() != nil && ctx.Err() == nil {
+		return ErrClosed
+	}
+	return err
+}
+
+func (r *Reader) follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error {
 	next := max(fromGPos, r.base+1)
 	for {
 		mark := fileMark(r.path)
