@@ -121,6 +121,13 @@ func TestRun(t *testing.T) {
 			t.Fatalf("err = %v, out:\n%s", err, out)
 		}
 	})
+	t.Run("an equivalent mutant that timed out keeps its entry", func(t *testing.T) {
+		timed := "pkg/a.go | ARITHMETIC_BASE | return n ⟦+⟧ 0 | changes timing only\n"
+		out, err := runCheck(t, entry+entry+timed, "-efficacy", "100", "-coverage", "80")
+		if err != nil || strings.Contains(out, "stale") {
+			t.Fatalf("err = %v, out:\n%s", err, out)
+		}
+	})
 	t.Run("other packages' entries are not stale", func(t *testing.T) {
 		other := "other/b.go | CONDITIONALS_BOUNDARY | if n ⟦>⟧ min { | not checked in this run\n"
 		if out, err := runCheck(t, other, "-efficacy", "0", "-coverage", "0"); err != nil {

@@ -129,7 +129,11 @@ func count(r pkgReport, isEquivalent func(mutant) bool) (t tally, survivors []mu
 		case statusNotCovered:
 			t.NotCovered++
 		case statusTimedOut:
+			// Killed, as far as efficacy goes. An equivalent mutant that
+			// changes timing can time out on a loaded machine: its entry
+			// is still in use, not stale.
 			t.TimedOut++
+			isEquivalent(m)
 		case statusNotViable:
 			t.NotViable++
 		}
