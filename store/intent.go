@@ -140,15 +140,11 @@ func (h Holder) String() string {
 // path, from /proc/locks (Linux). ok is false when none is found or the
 // system does not say.
 func LockHolder(path string) (h Holder, ok bool) {
-	info, err := os.Stat(path)
-	if err != nil {
+	n := inode(path)
+	if n == 0 {
 		return h, false
 	}
-	st, isUnix := info.Sys().(*syscall.Stat_t)
-	if !isUnix {
-		return h, false
-	}
-	ino := strconv.FormatUint(st.Ino, 10)
+	ino := strconv.FormatUint(n, 10)
 	f, err := os.Open("/proc/locks")
 	if err != nil {
 		return h, false

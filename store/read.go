@@ -222,12 +222,21 @@ func (j *Journal) Follow(ctx context.Context, fromGPos uint64, fn func(events.Ev
 		if next, err = scan(ctx, next, j.fillLog, fn); err != nil {
 			return j.attribute(err)
 		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-j.quit:
-			return ErrClosed
+		if err := j.awaitCommit(ctx, wake); err != nil {
+			return err
 		}
+	}
+}
+
+// awaitCommit waits for wake (j.committed, taken before the last read),
+// and returns ctx's error if ctx ends first, or ErrClosed if j closes.
+func (j *Journal) awaitCommit(ctx context.Context, wake <-chan struct{}) error {
+	select {
+	case <-wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-j.quit:
+		return ErrClosed
 	}
 }

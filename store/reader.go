@@ -285,10 +285,10 @@ func (r *Reader) retry(ctx context.Context, attempt func() error) error {
 func (r *Reader) lockedError() error {
 	for _, f := range []string{IntentPath(r.path), r.path} {
 		if h, ok := LockHolder(f); ok {
-			return fmt.Errorf("read %s: %w: %s holds it and does not answer reads (is it an older mcpledger?)", r.path, ErrLocked, h)
+			return fmt.Errorf("read %s: %w: %s holds it and does not answer reads (an archive, or an older mcpledger): wait for it to end, or stop it", r.path, ErrLocked, h)
 		}
 	}
-	return fmt.Errorf("read %s: %w", r.path, ErrLocked)
+	return fmt.Errorf("read %s: %w by a process that does not answer reads: wait for it to end, or stop it", r.path, ErrLocked)
 }
 
 // sleepCtx waits for d (not at all if d <= 0), or until ctx ends.
@@ -323,7 +323,9 @@ func (r *Reader) ask(ctx context.Context, req readRequest, out any) error {
 	return err
 }
 
-// open sends req to the writer and returns a reader of its answer.
+// open sends req to the writer and returns a reader of its answer. The
+// answer is closed when ctx ends, which ends a read blocked on it (a
+// Ctrl-C, a deadline); Close stops that.
 func (r *Reader) open(ctx context.Context, req readRequest) (*frameReader, io.Closer, error) {
 	if r.o.Remote == nil {
 		return nil, nil, errWriter
@@ -339,7 +341,19 @@ func (r *Reader) open(ctx context.Context, req readRequest) (*frameReader, io.Cl
 		}
 		return nil, nil, errWriter
 	}
-	return &frameReader{r: bufio.NewReaderSize(rc, 64<<10)}, rc, nil
+	stop := context.AfterFunc(ctx, func() { _ = rc.Close() })
+	return &frameReader{r: bufio.NewReaderSize(rc, 64<<10)}, answer{rc, stop}, nil
+}
+
+// answer is a writer's answer, closed by Close or when its ctx ends.
+type answer struct {
+	io.ReadCloser
+	stop func() bool
+}
+
+func (a answer) Close() error {
+	a.stop()
+	return a.ReadCloser.Close()
 }
 
 // Sessions is [Journal.Sessions].

@@ -60,7 +60,7 @@ func (r *Reader) follow(ctx context.Context, fromGPos uint64, fn func(events.Eve
 				return err
 			}
 			if next <= r.base {
-				return fmt.Errorf("%w: events %d to %d moved to an archive before they were followed (mcpledger sessions names it)", ErrReplaced, next, r.base)
+				return fmt.Errorf("%w: events %d to %d moved to an archive before they were followed (mcpledger log --kind journal.archived names it: read them there with --journal ARCHIVE, and follow on here with --from %d)", ErrReplaced, next, r.base, r.base+1)
 			}
 			continue
 		case err != nil:
@@ -104,8 +104,6 @@ func (r *Reader) followWriter(ctx context.Context, next uint64, fn func(events.E
 		return next, err
 	}
 	defer closer.Close()
-	stop := context.AfterFunc(ctx, func() { _ = closer.Close() }) // unblocks a read
-	defer stop()
 	c := getChunk()
 	defer putChunk(c)
 	dec := decoders.Get().(*events.Decoder)

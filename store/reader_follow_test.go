@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,17 +20,8 @@ import (
 func TestReaderFollowAcrossWriters(t *testing.T) {
 	path := tempPath(t)
 	mustOpen(t, path, noSync()).Close()
-	var mu sync.Mutex
-	var s *served
-	remote := func(ctx context.Context, req []byte) (io.ReadCloser, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if s == nil {
-			return nil, errors.New("no writer")
-		}
-		return s.remote(ctx, req)
-	}
-	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: remote})
+	var slot writerSlot
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: slot.remote})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +42,10 @@ func TestReaderFollowAcrossWriters(t *testing.T) {
 	}()
 	for w := range writers {
 		j := mustOpen(t, path, &store.Options{NoSync: true, LockTimeout: 5 * time.Second})
+		var s *served
 		if w != 1 { // the second writer serves no reads: the reader waits for the file
-			mu.Lock()
 			s = serve(j)
-			mu.Unlock()
+			slot.set(s)
 		}
 		sid := events.NewID()
 		for i := 0; i < perWriter; i += 100 {
@@ -63,12 +53,10 @@ func TestReaderFollowAcrossWriters(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		mu.Lock()
 		if s != nil {
+			slot.set(nil)
 			s.stop()
-			s = nil
 		}
-		mu.Unlock()
 		if err := j.Close(); err != nil {
 			t.Fatal(err)
 		}

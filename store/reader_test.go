@@ -72,6 +72,28 @@ func (s *served) stop() {
 	s.wg.Wait()
 }
 
+// writerSlot is the Remote of a Reader beside writers that come and go:
+// set puts one in (nil: none answers).
+type writerSlot struct {
+	mu sync.Mutex
+	s  *served
+}
+
+func (w *writerSlot) set(s *served) {
+	w.mu.Lock()
+	w.s = s
+	w.mu.Unlock()
+}
+
+func (w *writerSlot) remote(ctx context.Context, req []byte) (io.ReadCloser, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.s == nil {
+		return nil, errors.New("no writer")
+	}
+	return w.s.remote(ctx, req)
+}
+
 // readerJournal appends through a writer and reads through a Reader of
 // the same file, which reads through the writer: the conformance suite
 // then checks that a Reader answers as the Journal does.
@@ -240,14 +262,8 @@ func TestReaderGivesWayToTheWriter(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var s *served
-	remote := func(ctx context.Context, req []byte) (io.ReadCloser, error) {
-		if s == nil {
-			return nil, errors.New("no writer")
-		}
-		return s.remote(ctx, req)
-	}
-	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: remote})
+	var slot writerSlot
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: slot.remote})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +279,8 @@ func TestReaderGivesWayToTheWriter(t *testing.T) {
 	}
 	_ = ro.Close()
 	w := mustOpen(t, path, &store.Options{NoSync: true, LockTimeout: time.Second})
-	s = serve(w)
+	s := serve(w)
+	slot.set(s)
 	sid := events.NewID()
 	if _, err := w.Append(t.Context(), sid, store.NoStream, evs(2)); err != nil {
 		t.Fatal(err)
@@ -272,11 +289,11 @@ func TestReaderGivesWayToTheWriter(t *testing.T) {
 	if err != nil || len(list) != 4 || list[3].Session != sid {
 		t.Fatalf("Sessions through the writer: %d sessions, %v", len(list), err)
 	}
+	slot.set(nil)
 	s.stop()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = nil
 	if n := len(readAllOf(t, r).All); n != 1312 {
 		t.Fatalf("after the writer: %d events, want 1312", n)
 	}
@@ -414,17 +431,8 @@ func TestReaderVerifyGivesWay(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var s *served
-	remote := func(ctx context.Context, req []byte) (io.ReadCloser, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if s == nil {
-			return nil, errors.New("no writer")
-		}
-		return s.remote(ctx, req)
-	}
-	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: remote})
+	var slot writerSlot
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: slot.remote})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,9 +450,8 @@ func TestReaderVerifyGivesWay(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // into the verify of 100,000 records
 	w := mustOpen(t, path, &store.Options{NoSync: true, LockTimeout: 30 * time.Second})
 	opened := time.Now()
-	mu.Lock()
-	s = serve(w)
-	mu.Unlock()
+	s := serve(w)
+	slot.set(s)
 	defer s.stop()
 	res := <-done
 	if res.err != nil || res.rep != want {
@@ -498,5 +505,22 @@ func TestReaderLease(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("a reader's lease of DefaultLease did not end within 10s")
 		}
+	}
+}
+
+// TestReaderAnswerEndsWithCtx: a read through a writer that never answers
+// ends when its context does.
+func TestReaderAnswerEndsWithCtx(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	fill(t, j)
+	silent := func(ctx context.Context, req []byte) (io.ReadCloser, error) {
+		pr, _ := io.Pipe() // nothing is ever written
+		return pr, nil
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := store.OpenReader(ctx, path, &store.ReaderOptions{Remote: silent}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("OpenReader with a deadline through a silent writer: %v, want DeadlineExceeded", err)
 	}
 }

@@ -144,12 +144,8 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 				return err
 			}
 			sent = time.Now()
-			select {
-			case <-wake:
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-j.quit:
-				return ErrClosed
+			if err := j.awaitCommit(ctx, wake); err != nil {
+				return err
 			}
 			// At most one burst per followCoalesce: a commit after a
 			// quiet moment goes out at once, those of a busy writer
@@ -166,7 +162,7 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 		}
 		return fw.end(next)
 	}
-	return fw.fail(fmt.Errorf("store: unknown read op %q (the process holding the journal runs another version of mcpledger)", req.Op))
+	return fw.fail(fmt.Errorf("store: unknown read op %q (the process holding the journal runs another version of mcpledger: restart it with this one)", req.Op))
 }
 
 // sendRecords sends the records from next on, chunk by chunk, until a
