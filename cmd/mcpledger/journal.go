@@ -148,7 +148,7 @@ func (f *commandFlags) openWritable() (*writer, string, error) {
 	}
 	w := &writer{Journal: j}
 	srv, err := control.Serve(control.Path(path), control.Options{
-		Reads: func(ctx context.Context, req []byte, out io.Writer) error { return store.ServeRead(ctx, j, req, out) },
+		Reads: readsOf(j),
 	})
 	if err != nil {
 		fmt.Fprintln(f.env.stderr, "mcpledger: warning:", err, "(other commands cannot read the journal while this one runs)")
@@ -166,10 +166,7 @@ func (f *commandFlags) openReadOnly(ctx context.Context) (ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	sock := control.Path(path)
-	r, err := store.OpenReader(ctx, path, &store.ReaderOptions{
-		Remote: func(ctx context.Context, req []byte) (io.ReadCloser, error) { return control.Read(ctx, sock, req) },
-	})
+	r, err := store.OpenReader(ctx, path, readerOptions(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no journal at %s (from %s); pass --journal PATH or set MCPLEDGER_JOURNAL", path, from)
 	}
@@ -177,6 +174,20 @@ func (f *commandFlags) openReadOnly(ctx context.Context) (ledger, error) {
 		f.env.lowerPriority(readerNice) // the agent's runtime comes first
 	}
 	return r, err
+}
+
+// readsOf answers the control socket's read op on j (store.ServeRead).
+func readsOf(j *store.Journal) func(ctx context.Context, req []byte, w io.Writer) error {
+	return func(ctx context.Context, req []byte, w io.Writer) error { return store.ServeRead(ctx, j, req, w) }
+}
+
+// readerOptions are a store.Reader's of the journal at path: it reads
+// through the control socket of the process that holds the journal.
+func readerOptions(path string) *store.ReaderOptions {
+	sock := control.Path(path)
+	return &store.ReaderOptions{
+		Remote: func(ctx context.Context, req []byte) (io.ReadCloser, error) { return control.Read(ctx, sock, req) },
+	}
 }
 
 // control returns a client for the mcpledger process holding the journal

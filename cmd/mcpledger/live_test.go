@@ -6,7 +6,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpledger/mcpledger/events"
-	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
 )
@@ -465,10 +463,7 @@ func cancelled(t *testing.T, jp string) int {
 // not, as the read commands do.
 func readEvents(t *testing.T, jp string) []events.Event {
 	t.Helper()
-	r, err := store.OpenReader(t.Context(), jp, &store.ReaderOptions{
-		Remote: func(ctx context.Context, req []byte) (io.ReadCloser, error) {
-			return control.Read(ctx, control.Path(jp), req)
-		}})
+	r, err := store.OpenReader(t.Context(), jp, readerOptions(jp))
 	if err != nil {
 		t.Fatal(err)
 	}

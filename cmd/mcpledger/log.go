@@ -144,6 +144,9 @@ type flusher struct {
 	err   error     // the last flush's
 	last  time.Time // when it was
 	line  []byte    // the line being written, reused
+	// stopped is set when the command ends; a timed flush that fires
+	// after it does nothing.
+	stopped bool
 }
 
 // soon flushes now if the last flush is followFlushDelay old, else arms a
@@ -159,6 +162,9 @@ func (f *flusher) soon() error {
 		f.timer = time.AfterFunc(wait, func() {
 			f.mu.Lock()
 			defer f.mu.Unlock()
+			if f.stopped {
+				return // the command has ended: its output is not this func's any more
+			}
 			f.timer = nil
 			f.err, f.last = f.w.Flush(), time.Now()
 		})
@@ -177,6 +183,7 @@ func (f *flusher) flush() error {
 func (f *flusher) stop() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.stopped = true
 	if f.timer != nil {
 		f.timer.Stop()
 		f.timer = nil

@@ -138,7 +138,7 @@ func TestLogFollow(t *testing.T) {
 	f := newFixture(t)
 	j := mustCreate(t, f.path) // held for writing, its reads served, as `mcpledger run` does
 	srv, err := control.Serve(control.Path(f.path), control.Options{
-		Reads: func(ctx context.Context, req []byte, w io.Writer) error { return store.ServeRead(ctx, j, req, w) }})
+		Reads: readsOf(j)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,7 +87,7 @@ func TestReadBesideAWriter(t *testing.T) {
 	}
 	defer j.Close()
 	srv, err := control.Serve(control.Path(f.path), control.Options{
-		Reads: func(ctx context.Context, req []byte, w io.Writer) error { return store.ServeRead(ctx, j, req, w) }})
+		Reads: readsOf(j)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
-	"github.com/mcpledger/mcpledger/store"
 )
 
 // serveFixture is a config with the test server as "good", a journal
@@ -39,21 +38,6 @@ func newServeFixture(t *testing.T) serveFixture {
 	t.Setenv("MCPLEDGER_JOURNAL", f.journal)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
 	return f
-}
-
-// journalEvents reads every event of the journal (serve has closed it).
-func journalEvents(t *testing.T, path string) []events.Event {
-	t.Helper()
-	j, err := store.Open(path, &store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	var out []events.Event
-	if err := j.ReadAll(context.Background(), 0, func(e events.Event) error { out = append(out, e); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // noSurvivors fails if a process group any server was spawned in still
@@ -112,7 +96,7 @@ func TestServeStdio(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("serve did not return after the client disconnected\n%s", errb.String())
 	}
-	evs := journalEvents(t, f.journal)
+	evs := readEvents(t, f.journal)
 	var caller, stopBy string
 	for _, e := range evs {
 		switch p := e.Payload.(type) {
@@ -175,7 +159,7 @@ func TestServeHTTPWithToken(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("serve did not stop\n%s", errb.String())
 	}
-	evs := journalEvents(t, f.journal)
+	evs := readEvents(t, f.journal)
 	var rejected, started int
 	for _, e := range evs {
 		switch p := e.Payload.(type) {
