@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -155,6 +156,7 @@ func (m *Manager) closeInterrupted(ctx context.Context, last projections.Session
 	var st fsm.State
 	var lastSeq uint64
 	pgids := map[string]int{} // the session's live process groups by server
+	var open []events.Event   // calls started and not finished, in order
 	err := m.j.ReadAll(ctx, last.FirstGPos, func(e events.Event) error {
 		if e.Session != sid {
 			return nil
@@ -165,6 +167,10 @@ func (m *Manager) closeInterrupted(ctx context.Context, last projections.Session
 			pgids[e.Server] = p.PGID
 		case *events.ProcessExited:
 			delete(pgids, e.Server)
+		case *events.CallStarted:
+			open = append(open, e)
+		case *events.CallFinished:
+			open = slices.DeleteFunc(open, func(s events.Event) bool { return s.Payload.(*events.CallStarted).CallID == p.CallID })
 		}
 		return nil
 	})
@@ -178,13 +184,18 @@ func (m *Manager) closeInterrupted(ctx context.Context, last projections.Session
 			}
 		}
 	}
-	in := events.Event{Session: sid, Seq: lastSeq + 1, Time: now, Kind: events.KindStopRequested, ID: events.NewID(),
+	out := lostCalls(open, lastSeq, now)
+	for _, e := range out {
+		st = fsm.Evolve(st, e)
+	}
+	seq := lastSeq + uint64(len(out))
+	in := events.Event{Session: sid, Seq: seq + 1, Time: now, Kind: events.KindStopRequested, ID: events.NewID(),
 		Payload: &events.StopRequested{Reason: events.ReasonInterrupted, By: "the next session, " + m.sid.String()}}
 	decs, err := fsm.Decide(st, in)
 	if err != nil {
 		return err
 	}
-	out := []events.Event{in}
+	out = append(out, in)
 	for _, d := range decs {
 		d.Seq, d.ID = lastSeq+uint64(len(out))+1, events.NewID()
 		out = append(out, d)
@@ -197,6 +208,24 @@ func (m *Manager) closeInterrupted(ctx context.Context, last projections.Session
 		m.set.Apply(e)
 	}
 	return nil
+}
+
+// LostCallError is the error text of the call.finished (outcome lost)
+// that closes a call an interrupted session left without an outcome.
+const LostCallError = "mcpledger was killed with the call in flight: whether the server ran it is unknown (recorded by the next session)"
+
+// lostCalls returns a call.finished of outcome lost for each call in
+// open (call.started events without an outcome), numbered after seq, at
+// now: their mcpledger was killed with them in flight.
+func lostCalls(open []events.Event, seq uint64, now int64) []events.Event {
+	out := make([]events.Event, 0, len(open))
+	for _, s := range open {
+		seq++
+		out = append(out, events.Event{Session: s.Session, Seq: seq, Time: now, Kind: events.KindCallFinished, ID: events.NewID(),
+			Server: s.Server, Payload: &events.CallFinished{CallID: s.Payload.(*events.CallStarted).CallID,
+				Outcome: events.OutcomeLost, Error: LostCallError}})
+	}
+	return out
 }
 
 // checkpointDue, on the loop after an append, wakes the checkpointer

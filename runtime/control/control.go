@@ -240,6 +240,17 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 // socket.
 var ErrNotServed = errors.New("control: no running mcpledger serves this journal")
 
+// ErrNoAnswer is returned by [Client.Do] when the process serving the
+// socket closed the connection without answering: it exited or was
+// killed with the request in progress.
+var ErrNoAnswer = errors.New("control: the mcpledger process closed the connection without answering")
+
+// ErrOutcomeUnknown is returned by [Client.Do] for a call whose process
+// closed the connection with the call in flight (it wraps [ErrNoAnswer]
+// too): whether the server ran the call is unknown. The next session on
+// the journal records it as a call.finished of outcome lost.
+var ErrOutcomeUnknown = errors.New("control: the outcome of the call is unknown")
+
 // Client talks to a running mcpledger over its control socket.
 type Client struct {
 	path  string
@@ -300,6 +311,9 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if hungUp(err) {
+			return c.noAnswer(req, err)
+		}
 		return fmt.Errorf("control: socket: %w", err)
 	}
 	if !resp.OK {
@@ -309,4 +323,43 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 		return json.Unmarshal(resp.Result, out)
 	}
 	return nil
+}
+
+// hungUp reports whether err, from reading the answer, means the other
+// side closed the connection before a whole answer arrived.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// noAnswer is the error for req when the process closed the connection
+// without answering: for a call, that its outcome is unknown and where
+// it will be recorded.
+func (c *Client) noAnswer(req Request, err error) error {
+	who := "the mcpledger process"
+	if c.hello.PID != 0 {
+		who = fmt.Sprintf("the mcpledger process (pid %d)", c.hello.PID)
+	}
+	if req.Op == "call" {
+		return &noAnswerError{call: true, err: err, msg: fmt.Sprintf("%v: %s serving %s ended with the call of %s in flight (%v), "+
+			"so the server may or may not have run it; check before repeating it. The next mcpledger session on this journal "+
+			"records the call as lost (see mcpledger log)", ErrOutcomeUnknown, who, c.path, req.Name, err)}
+	}
+	return &noAnswerError{err: err, msg: fmt.Sprintf("%v: %s serving %s ended with the %s request in progress (%v); "+
+		"see what it did with mcpledger status and mcpledger log", ErrNoAnswer, who, c.path, req.Op, err)}
+}
+
+// noAnswerError is [ErrNoAnswer], and for a call [ErrOutcomeUnknown].
+type noAnswerError struct {
+	msg  string
+	call bool
+	err  error
+}
+
+func (e *noAnswerError) Error() string { return e.msg }
+
+func (e *noAnswerError) Unwrap() []error {
+	if e.call {
+		return []error{ErrOutcomeUnknown, ErrNoAnswer, e.err}
+	}
+	return []error{ErrNoAnswer, e.err}
 }
