@@ -24,6 +24,8 @@ type Snapshot struct {
 	Catalog projections.CatalogView `json:"catalog"`
 	// Approvals holds every decision recorded by then, across sessions.
 	Approvals []projections.ApprovalRow `json:"approvals"`
+	// Lost are the calls recorded lost by then (outcome unknown).
+	Lost []LostCall `json:"lost,omitempty"`
 	// State is the decider's state (unexported to JSON).
 	State fsm.State `json:"-"`
 	// Events are the session's events up to and including Seq.
@@ -79,5 +81,5 @@ func At(ctx context.Context, r Reader, session uuid.UUID, seq uint64) (*Snapshot
 		return nil, err
 	}
 	return &Snapshot{Session: session, Seq: seq, GPos: target.GPos, Time: target.Time, Status: status.View(),
-		Catalog: catalog.View(), Approvals: approvals.List(), State: st, Events: evs[:seq]}, nil
+		Catalog: catalog.View(), Approvals: approvals.List(), Lost: LostCalls(evs[:seq]), State: st, Events: evs[:seq]}, nil
 }

@@ -31,6 +31,9 @@ type Explanation struct {
 	Deferred bool     `json:"deferred,omitempty"`
 	Stale    bool     `json:"stale,omitempty"`
 	Reasons  []Reason `json:"reasons"`
+	// Lost are the calls of the tool recorded lost by then: their outcome
+	// is unknown.
+	Lost []LostCall `json:"lost,omitempty"`
 }
 
 // Why explains whether tool (a catalog name, mcp__server__tool) was in the
@@ -42,7 +45,13 @@ func Why(ctx context.Context, r Reader, session uuid.UUID, tool string, seq uint
 	if err != nil {
 		return nil, err
 	}
-	return explain(snap, tool), nil
+	ex := explain(snap, tool)
+	for _, c := range snap.Lost {
+		if c.Name == tool {
+			ex.Lost = append(ex.Lost, c)
+		}
+	}
+	return ex, nil
 }
 
 func explain(snap *Snapshot, tool string) *Explanation {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -83,6 +84,10 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	}
 	for _, wt := range snap.Catalog.Withheld {
 		fmt.Fprintf(w, "  withheld: %s/%s (%s)\n", wt.Server, wt.Tool, wt.Reason)
+	}
+	if len(snap.Lost) > 0 {
+		fmt.Fprintf(w, "\ncalls lost (%d): the outcome is unknown, the server may or may not have run them\n", len(snap.Lost))
+		printLost(w, snap.Lost)
 	}
 	if len(snap.Approvals) > 0 {
 		fmt.Fprintln(w, "\napprovals:")
@@ -263,6 +268,10 @@ func (c *WhyCommand) Run(ctx context.Context, args []string) error {
 			fmt.Fprintf(c.env.stdout, "  - %s\n", r.Text)
 		}
 	}
+	if len(ex.Lost) > 0 {
+		fmt.Fprintf(c.env.stdout, "calls of %s lost by then (%d): the outcome is unknown, the server may or may not have run them\n", tool, len(ex.Lost))
+		printLost(c.env.stdout, ex.Lost)
+	}
 	if !ex.Available && ex.Server != "" {
 		if st, ok := lastState(evs, ex.Seq, ex.Server); ok {
 			if r := rt.Recovery(ex.Server, st.Reason, st.To); r != "" {
@@ -271,6 +280,14 @@ func (c *WhyCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// printLost writes one line per lost call: where it started, where it
+// was recorded lost, and why.
+func printLost(w io.Writer, lost []replay.LostCall) {
+	for _, c := range lost {
+		fmt.Fprintf(w, "  %s call %s started at seq %d, lost at seq %d: %s\n", c.Name, c.CallID, c.Started, c.Seq, c.Error)
+	}
 }
 
 func lastState(evs []events.Event, seq uint64, server string) (*events.ServerTransitioned, bool) {

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/control"
 
 	"github.com/mcpledger/mcpledger/store"
 )
@@ -181,7 +182,9 @@ Common flags:
                    default $XDG_STATE_HOME/mcpledger/journal.db,
                    or ~/.local/state/mcpledger/journal.db)
 
-Exit status: 0 ok, 1 error, 2 bad command line.
+Exit status: 0 ok, 1 error, 2 bad command line, 3 a call's outcome is unknown
+(the mcpledger serving it died with the call in flight; the next session
+records it as lost).
 `
 
 // usageError is a command line that cannot run. It exits with status 2.
@@ -193,6 +196,10 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
+// exitOutcomeUnknown is the exit status of a call whose outcome is
+// unknown: the process that served it ended with the call in flight.
+const exitOutcomeUnknown = 3
+
 // exitCode maps an error returned by run to the process exit status.
 func exitCode(err error) int {
 	var ue *usageError
@@ -202,6 +209,8 @@ func exitCode(err error) int {
 		return 2
 	case errors.As(err, &ie):
 		return 130
+	case errors.Is(err, control.ErrOutcomeUnknown):
+		return exitOutcomeUnknown
 	}
 	return 1
 }
