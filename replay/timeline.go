@@ -145,6 +145,10 @@ type tlCall struct {
 	outcome  string
 	signals  string // injection signals: the call is highlighted
 	detail   []string
+	// killed: lost because mcpledger was killed with it in flight (the
+	// next session closed it with the interrupted stop): when it ended
+	// is unknown.
+	killed bool
 }
 
 type tlFlag struct {
@@ -214,6 +218,9 @@ func tlFold(evs []events.Event) *tlModel {
 			}
 			m.flags = append(m.flags, tlFlag{e.Time, "reload", "reload", "reload · " + p.Trigger + "\n" + head + "\n" + strings.Join(lines, "\n")})
 		case *events.StopRequested:
+			if p.Reason == events.ReasonInterrupted {
+				m.killedCalls(e.Time)
+			}
 			if l == nil {
 				m.flags = append(m.flags, tlFlag{e.Time, "stop", "stop", fmt.Sprintf("stop requested (%s) by %s\n%s", p.Reason, tlOr(p.By), head)})
 			} else {
@@ -346,6 +353,19 @@ func tlFold(evs []events.Event) *tlModel {
 		}
 	}
 	return m
+}
+
+// killedCalls marks the calls lost at t, when the next session closed
+// this one as interrupted: their mcpledger was killed with them in
+// flight.
+func (m *tlModel) killedCalls(t int64) {
+	for _, l := range m.lanes {
+		for i := range l.calls {
+			if c := &l.calls[i]; c.outcome == events.OutcomeLost && c.to == t {
+				c.killed = true
+			}
+		}
+	}
 }
 
 // tlUnfinished is the outcome of a call with no call.finished.

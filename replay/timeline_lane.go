@@ -309,8 +309,8 @@ func (r *tlRender) calls(l *tlLane, y int) {
 			right = math.Max(right, x0+w)
 			title := fmt.Sprintf("%s · call %s (%s): %s", l.name, c.tool, tlOr(c.name), strings.ReplaceAll(c.outcome, "_", " "))
 			switch {
-			case c.outcome == events.OutcomeLost:
-				title += " (its outcome is unknown)"
+			case c.killed:
+				title += " (mcpledger was killed with it in flight: its outcome is unknown)"
 			case c.to != 0:
 				title += " in " + tlDur(c.to-c.from)
 			}
