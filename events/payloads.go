@@ -85,6 +85,11 @@ type ServerConfig struct {
 	// RecentLaunches are launch times (unix ns) of this server taken from
 	// earlier sessions in the journal, so the storm breaker survives restarts.
 	RecentLaunches []int64 `msgpack:"recent_launches,omitempty" json:"recent_launches,omitempty"`
+	// RecentCrashes are the times (unix ns) of this server's crashes in
+	// earlier sessions since the last explicit reconnect, which the storm
+	// breaker counts (decision version 2 on; version 1 counted
+	// RecentLaunches).
+	RecentCrashes []int64 `msgpack:"recent_crashes,omitempty" json:"recent_crashes,omitempty"`
 }
 
 // ConfigObserved is a complete reading of every config source: the

@@ -231,14 +231,22 @@ func (d *decider) timer(p *events.TimerFired) error {
 func (d *decider) launch(name string, t Trigger) error {
 	srv, _ := d.s.get(name)
 	o := d.opts()
-	if held, until := StormHold(o, srv.Launches, srv.Config.RecentLaunches, d.in.Time); held {
+	session, earlier := srv.Crashes, since(srv.Config.RecentCrashes, srv.Reconnected)
+	if o.DecisionVersion < 2 { // version 1 counted launches, reconnects included
+		session, earlier = srv.Launches, srv.Config.RecentLaunches
+	}
+	if held, until := StormHold(o, session, earlier, d.in.Time); held {
 		trig := TrigStop
 		if srv.Phase == events.StateConfiguring {
 			trig = TrigDeny
 		}
 		if trig == TrigDeny {
+			what := "crashes"
+			if o.DecisionVersion < 2 {
+				what = "launches"
+			}
 			d.emit(name, &events.AdmissionDecided{Admitted: false, Reason: events.ReasonStormHold, Hash: srv.Config.Hash,
-				Detail: fmt.Sprintf("%d launches in %d ms", o.StormLimit, o.StormWindowMs)})
+				Detail: fmt.Sprintf("%d %s in %d ms", o.StormLimit, what, o.StormWindowMs)})
 		}
 		if err := d.transition(name, trig, events.ReasonStormHold, 0, nil); err != nil {
 			return err
@@ -503,6 +511,12 @@ func (d *decider) reconnect(p *events.ReconnectRequested) error {
 	}
 	name := d.in.Server
 	srv, ok := d.s.get(name)
+	if !d.s.HasConfig {
+		// A session that read no config runs no server: its reconnect
+		// (an offline `mcpledger reconnect`) is a decision for the next
+		// session, which no longer counts the crashes before it.
+		return nil
+	}
 	if !ok || !srv.InConfig {
 		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
 	}
@@ -559,5 +573,16 @@ func sortedKeys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// since returns the times in ts after t.
+func since(ts []int64, t int64) []int64 {
+	var out []int64
+	for _, x := range ts {
+		if x > t {
+			out = append(out, x)
+		}
+	}
 	return out
 }

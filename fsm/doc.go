@@ -38,14 +38,25 @@
 // schedules a timer: retry n waits a full-jitter delay in [0, min(max,
 // base·2^(n-1))], default 1 s doubling to 30 s. MaxAttempts (default 5)
 // counts the launches of an episode, the first included: when the fifth
-// fails the server is failed until an explicit reconnect. With the
-// defaults a crash loop therefore ends failed before the storm breaker
-// (5 launches per 30 s) holds it; the breaker catches what the budget
-// cannot see: restarts of mcpledger and explicit reconnects. A server
-// that stayed ready StableMs (default 30 s) starts a fresh budget. The storm
-// breaker allows at most StormLimit launches (default 5) per StormWindowMs
-// (default 30 s), counting launches recorded by earlier sessions
-// (ServerConfig.RecentLaunches), so a crash loop is held across restarts of
-// mcpledger too; a held server stops with reason storm_hold and a timer
-// releases it when the window allows.
+// fails the server is failed until an explicit reconnect. A server that
+// stayed ready StableMs (default 30 s) starts a fresh budget.
+//
+// The storm breaker counts crashes: failures of an attempt (an
+// unexpected exit, a failed connect or handshake, a transport closed
+// unexpectedly, a streak of failed pings), never an expected exit or a
+// launch. A launch is held while StormLimit crashes (default 5) fall in
+// StormWindowMs (default 30 s), counting those recorded by earlier
+// sessions (ServerConfig.RecentCrashes), so a server that crashes at
+// every start of a short-lived mcpledger (one-shot calls) is held too,
+// while one started and stopped cleanly any number of times never is. A
+// held server stops with reason storm_hold and a timer releases it when
+// the window allows. An explicit reconnect forgets the crashes before it
+// (this session's and earlier ones'): a person decided to try again. In a
+// session that read no config (an offline `mcpledger reconnect NAME`) a
+// reconnect decides nothing; the next session's history no longer counts
+// the server's crashes before it.
+//
+// Sessions recorded with decision version 1 (before the breaker counted
+// crashes) are decided as they were: the breaker counted launches,
+// explicit reconnects included (ServerConfig.RecentLaunches).
 package fsm

@@ -177,6 +177,9 @@ func render(st fsm.State) string {
 		if s.Held {
 			b.WriteString(" held")
 		}
+		if len(s.Crashes) > 0 {
+			fmt.Fprintf(&b, " crashes=%v", s.Crashes)
+		}
 		if len(s.Withheld) > 0 {
 			fmt.Fprintf(&b, " withheld=%v", s.Withheld)
 		}

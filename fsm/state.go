@@ -21,8 +21,11 @@ const (
 	DefaultPingFailures  = 3
 	DefaultStableMs      = 30000
 	// DecisionVersion identifies the decider's logic. Bump it when a change
-	// makes old sessions decide differently on purpose.
-	DecisionVersion = 1
+	// makes old sessions decide differently on purpose; a session decides
+	// by the version its session.started recorded. Version 2: the storm
+	// breaker counts crashes, not launches, and an explicit reconnect
+	// forgets the crashes before it.
+	DecisionVersion = 2
 )
 
 // Bounds of the decider's tunables (CheckOptions). The storm breaker keeps
@@ -107,6 +110,14 @@ type Server struct {
 	ReadySince int64
 	// Launches are the times of this session's launches, newest last.
 	Launches []int64
+	// Crashes are the times of this session's crashes (failures of an
+	// attempt: an unexpected exit, a failed connect, a closed transport,
+	// failed pings), newest last, since the last explicit reconnect;
+	// Reconnected is the time of that reconnect (0: none), before which
+	// the crashes of earlier sessions (Config.RecentCrashes) no longer
+	// count either.
+	Crashes     []int64
+	Reconnected int64
 	// Config is the server's current config; InConfig is false once a
 	// config reading no longer lists it.
 	Config   events.ServerConfig
@@ -227,8 +238,11 @@ func Evolve(s State, e events.Event) State {
 			srv.Attempt = p.Attempt
 		}
 		switch Trigger(p.Trigger) {
+		case TrigFail:
+			srv.Crashes = appendLaunch(srv.Crashes, e.Time)
 		case TrigReconnect:
 			srv.Retries = 0
+			srv.Crashes, srv.Reconnected = nil, e.Time
 		case TrigAdmit:
 			if !srv.Held {
 				srv.Retries = 0
@@ -273,6 +287,26 @@ func Evolve(s State, e events.Event) State {
 		if e.Server == "" {
 			s.Stopping = true
 		}
+	case *events.ReconnectRequested:
+		s = evolveReconnect(s, e, p)
+	}
+	return s
+}
+
+// evolveReconnect forgets the crashes of the servers an explicit
+// reconnect acts on (the named one, or with no name every failed one):
+// the storm breaker counts only crashes after it.
+func evolveReconnect(s State, e events.Event, p *events.ReconnectRequested) State {
+	for _, name := range s.Names() {
+		srv := *s.Servers[name]
+		acts := name == e.Server && (!p.FailedOnly || srv.Phase == events.StateFailed)
+		if e.Server == "" {
+			acts = srv.InConfig && srv.Phase == events.StateFailed
+		}
+		if acts {
+			srv.Crashes, srv.Reconnected = nil, e.Time
+			s.put(name, srv)
+		}
 	}
 	return s
 }
@@ -297,8 +331,8 @@ func listedHashes(tools []events.Tool) []events.KV {
 	return out
 }
 
-// maxLaunches bounds how many launch times a server keeps; the storm
-// breaker needs at most its limit.
+// maxLaunches bounds how many launch (and crash) times a server keeps;
+// the storm breaker needs at most its limit.
 const maxLaunches = 64
 
 func appendLaunch(l []int64, t int64) []int64 {
