@@ -39,14 +39,14 @@ func TestConfigHashCanonical(t *testing.T) {
 	n := base()
 	n.Name, n.Source, n.Scope, n.Disabled, n.TimeoutMs, n.ProtocolVersion = "other", "elsewhere", ScopeUser, true, 9, "2025-06-18"
 	n.IncludeTools, n.ExcludeTools, n.Hash, n.Invalid, n.Gated = []string{"x"}, []string{"y"}, "sha256:00", "bad", true
-	n.Approval, n.RecentLaunches = ApprovalFact{Decision: DecisionApprove, Hash: "h"}, []int64{1}
+	n.Approval, n.RecentLaunches, n.RecentCrashes = ApprovalFact{Decision: DecisionApprove, Hash: "h"}, []int64{1}, []int64{2}
 	if ConfigHash(&n) != h {
 		t.Error("non-hashed field changed the hash")
 	}
 	// Every field of ServerConfig is set in n or by a hashed-field case
 	// below: a new field must be placed on one side or the other.
-	if got := reflect.TypeFor[ServerConfig]().NumField(); got != 20 {
-		t.Errorf("ServerConfig has %d fields, this test knows 20: is the new one hashed?", got)
+	if got := reflect.TypeFor[ServerConfig]().NumField(); got != 21 {
+		t.Errorf("ServerConfig has %d fields, this test knows 21: is the new one hashed?", got)
 	}
 	// Header order does not matter either.
 	hd1, hd2 := base(), base()

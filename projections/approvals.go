@@ -199,7 +199,7 @@ func cloneConfig(c *events.ServerConfig) *events.ServerConfig {
 	x := *c
 	x.Args, x.Env, x.Headers = slices.Clone(c.Args), slices.Clone(c.Env), slices.Clone(c.Headers)
 	x.IncludeTools, x.ExcludeTools = slices.Clone(c.IncludeTools), slices.Clone(c.ExcludeTools)
-	x.RecentLaunches = slices.Clone(c.RecentLaunches)
+	x.RecentLaunches, x.RecentCrashes = slices.Clone(c.RecentLaunches), slices.Clone(c.RecentCrashes)
 	x.Approval.Changed, x.Approval.ToolHashes = slices.Clone(c.Approval.Changed), slices.Clone(c.Approval.ToolHashes)
 	return &x
 }

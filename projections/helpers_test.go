@@ -89,6 +89,12 @@ func (s *stream) tr(server string, from, to events.ServerState, reason events.Re
 	return s.out(server, &events.ServerTransitioned{From: from, To: to, Trigger: "test", Reason: reason, Attempt: attempt, Error: err})
 }
 
+// crash appends a failure of server's attempt (trigger fail, as the
+// decider makes it).
+func (s *stream) crash(server string, from events.ServerState, attempt int) events.Event {
+	return s.out(server, &events.ServerTransitioned{From: from, To: events.StateReconnecting, Trigger: "fail", Attempt: attempt, Error: errExit(1)})
+}
+
 // connect appends a clean launch: launching, spawned, handshaking,
 // handshake, tools listed, ready.
 func (s *stream) connect(server string, from events.ServerState, attempt, pid int, tools []events.Tool) {

@@ -19,11 +19,13 @@ import (
 // (which nothing can rebuild) of an older version is converted instead
 // ([DecodeBase]).
 //
-// Version 2 added SessionSummary.Command.
-const HistoryVersion = 2
+// Version 2 added SessionSummary.Command; version 3 each server's crash
+// times ([History.Crashes]).
+const HistoryVersion = 3
 
-// MaxLaunches is how many launch times History keeps per server, newest
-// last: enough for any storm-breaker limit (fsm.MaxStormLimit).
+// MaxLaunches is how many launch (and crash) times History keeps per
+// server, newest last: enough for any storm-breaker limit
+// (fsm.MaxStormLimit).
 const MaxLaunches = 64
 
 // ErrHistoryVersion is returned by [DecodeHistory] for a checkpoint
@@ -39,8 +41,8 @@ var ErrHistoryEncoding = errors.New("projections: malformed history checkpoint")
 // tool cache and approvals (shared with a [Set] by [NewSetFrom]), each
 // session's summary (servers named by its events, whether and why it
 // stopped; dropped once journal.archived moves the session out), each
-// server's latest launch times (for the storm breaker) and the last
-// session seen.
+// server's latest launch times, its latest crash times since the last
+// explicit reconnect (for the storm breaker) and the last session seen.
 //
 // A History can be encoded as a checkpoint ([History.Encode]) that names
 // the global position of the last event folded, and decoded later to fold
@@ -59,7 +61,16 @@ type History struct {
 	sessions map[sessionKey]*SessionSummary
 	order    []sessionKey // sessions in order of their first event
 	launches map[string][]int64
+	crashes  map[string][]int64
 }
+
+// Triggers of server.transitioned that History reads (fsm's TrigFail and
+// TrigReconnect): a crash, and the relaunch of a failed server by an
+// explicit reconnect.
+const (
+	triggerFail      = "fail"
+	triggerReconnect = "reconnect"
+)
 
 // SessionSummary is what History keeps about one session.
 type SessionSummary struct {
@@ -82,7 +93,7 @@ type SessionSummary struct {
 // NewHistory returns the History of an empty journal.
 func NewHistory() *History {
 	return &History{Cache: NewToolCache(), Approvals: NewApprovals(),
-		sessions: map[sessionKey]*SessionSummary{}, launches: map[string][]int64{}}
+		sessions: map[sessionKey]*SessionSummary{}, launches: map[string][]int64{}, crashes: map[string][]int64{}}
 }
 
 // Apply folds e into h. Events must be applied in journal (GPos) order.
@@ -111,10 +122,29 @@ func (h *History) Apply(e events.Event) {
 		h.forget(p.Sessions)
 	case *events.ServerTransitioned:
 		if p.To == events.StateLaunching {
-			l := append(h.launches[e.Server], e.Time)
-			h.launches[e.Server] = l[max(len(l)-MaxLaunches, 0):] // append copies the kept 64 when it grows
+			h.launches[e.Server] = appendTime(h.launches[e.Server], e.Time)
+		}
+		switch p.Trigger {
+		case triggerFail:
+			h.crashes[e.Server] = appendTime(h.crashes[e.Server], e.Time)
+		case triggerReconnect:
+			delete(h.crashes, e.Server)
+		}
+	case *events.ReconnectRequested:
+		// An explicit reconnect of a named server (an offline one among
+		// them): its crashes before it no longer count. One of every
+		// failed server forgets theirs by the reconnect transitions it
+		// causes.
+		if e.Server != "" && !p.FailedOnly {
+			delete(h.crashes, e.Server)
 		}
 	}
+}
+
+// appendTime appends t to the times l, keeping the newest MaxLaunches.
+func appendTime(l []int64, t int64) []int64 {
+	l = append(l, t)
+	return l[max(len(l)-MaxLaunches, 0):] // append copies the kept 64 when it grows
 }
 
 // forget drops the summaries of archived sessions: they live in the
@@ -162,6 +192,14 @@ func (h *History) Launches(server string) []int64 {
 	return slices.Clone(h.launches[server])
 }
 
+// Crashes returns the times (unix nanoseconds) of server's latest crashes
+// (server.transitioned by fail: an unexpected exit, a failed connect, a
+// closed transport, failed pings) since its last explicit reconnect, at
+// most [MaxLaunches], oldest first. The storm breaker counts them.
+func (h *History) Crashes(server string) []int64 {
+	return slices.Clone(h.crashes[server])
+}
+
 func (s *SessionSummary) clone() SessionSummary {
 	c := *s
 	c.Servers = slices.Clone(s.Servers)
@@ -180,6 +218,7 @@ type historyDoc struct {
 	Configs  []sessionConfigs `json:"configs"`
 	Sessions []SessionSummary `json:"sessions"`
 	Launches []serverLaunches `json:"launches"`
+	Crashes  []serverLaunches `json:"crashes,omitempty"` // version 3 on
 }
 
 // sessionConfigs are the config fingerprints of a session the tool cache
@@ -199,7 +238,7 @@ type serverLaunches struct {
 func (h *History) Encode() []byte { return h.encode(HistoryVersion) }
 
 // encode encodes h as version v wrote it: version 1 had no session
-// commands.
+// commands, versions 1 and 2 no crashes.
 func (h *History) encode(v int) []byte {
 	d := historyDoc{Version: v, GPos: h.GPos, Pending: h.Approvals.Pending(),
 		Cache: h.Cache.Entries(), CacheGen: h.Cache.version, Sessions: h.Sessions()}
@@ -220,6 +259,11 @@ func (h *History) encode(v int) []byte {
 	}
 	for _, name := range slices.Sorted(maps.Keys(h.launches)) {
 		d.Launches = append(d.Launches, serverLaunches{Server: name, Times: h.launches[name]})
+	}
+	if v >= 3 {
+		for _, name := range slices.Sorted(maps.Keys(h.crashes)) {
+			d.Crashes = append(d.Crashes, serverLaunches{Server: name, Times: h.crashes[name]})
+		}
 	}
 	b, err := json.Marshal(d)
 	if err != nil {
@@ -244,8 +288,10 @@ func DecodeHistory(b []byte) (*History, error) {
 
 // DecodeBase is [DecodeHistory] for a journal's base state, the one
 // checkpoint that cannot be rebuilt from the journal: one of an older
-// version is converted (a version 1 state gives sessions without a
-// Command) instead of refused.
+// version is converted instead of refused. A version 1 state gives
+// sessions without a Command; a version 1 or 2 state gives no crashes (it
+// kept launches only, and the archived sessions ended before the archive's
+// cutoff, far outside any storm window).
 func DecodeBase(b []byte) (*History, error) {
 	v, err := historyVersion(b)
 	if err != nil {
@@ -322,6 +368,9 @@ func decodeHistory(b []byte) (*History, error) {
 	}
 	for _, x := range d.Launches {
 		h.launches[x.Server] = x.Times
+	}
+	for _, x := range d.Crashes {
+		h.crashes[x.Server] = x.Times
 	}
 	return h, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -27,8 +28,9 @@ func historyJournal() []events.Event {
 		Scope: events.ScopeProject, Config: &web})
 	s1.connect("web", events.StateConfiguring, 1, 100, toolList("search", "fetch"))
 	s1.out("web", &events.ToolsPinned{Workspace: "/ws", Hash: web.Hash, Tools: []events.KV{{Key: "search", Value: "sha256:aa"}}})
-	s1.tr("web", events.StateReady, events.StateReconnecting, events.ReasonNone, 1, errExit(1))
+	s1.crash("web", events.StateReady, 1)
 	s1.connect("web", events.StateReconnecting, 2, 101, toolList("search"))
+	s1.crash("git", events.StateLaunching, 1)
 	s1.connect("git", events.StateConfiguring, 1, 102, toolList("log"))
 	s1.out("", &events.SessionStopped{Reason: events.ReasonShutdown})
 
@@ -42,6 +44,7 @@ func historyJournal() []events.Event {
 	s2.tr("web", events.StateConfiguring, events.StateLaunching, "", 1, nil)
 	s3.out("", &events.SessionStopped{Reason: events.ReasonShutdown})
 	s2.in("web", &events.ToolsListed{Attempt: 1, Trigger: "initial", Tools: toolList("search", "crawl")})
+	s2.crash("web", events.StateLaunching, 1)
 	return j.evs
 }
 
@@ -77,8 +80,9 @@ func TestHistoryResumesExactly(t *testing.T) {
 		if !reflect.DeepEqual(h.Cache.Entries(), whole.Cache.Entries()) {
 			t.Fatalf("k=%d: cache differs", k)
 		}
-		if !reflect.DeepEqual(h.Sessions(), whole.Sessions()) || !reflect.DeepEqual(h.Launches("web"), whole.Launches("web")) {
-			t.Fatalf("k=%d: sessions or launches differ", k)
+		if !reflect.DeepEqual(h.Sessions(), whole.Sessions()) || !reflect.DeepEqual(h.Launches("web"), whole.Launches("web")) ||
+			!reflect.DeepEqual(h.Crashes("web"), whole.Crashes("web")) {
+			t.Fatalf("k=%d: sessions, launches or crashes differ", k)
 		}
 		// The catalog a new session builds on the resumed cache serves the
 		// same deferred tools.
@@ -325,7 +329,92 @@ func TestBaseOfVersion1(t *testing.T) {
 	if r, skipped, err := Resume(cps, 0); err != nil || r.GPos != 0 || len(skipped) != 1 {
 		t.Errorf("Resume from a version 1 checkpoint: gpos %d, skipped %v, %v; want it passed over", r.GPos, skipped, err)
 	}
-	if _, err := DecodeBase([]byte(`{"version":3}`)); !errors.Is(err, ErrHistoryVersion) {
-		t.Errorf("DecodeBase(version 3) = %v", err)
+	if _, err := DecodeBase([]byte(fmt.Sprintf(`{"version":%d}`, HistoryVersion+1))); !errors.Is(err, ErrHistoryVersion) {
+		t.Errorf("DecodeBase(version %d) = %v", HistoryVersion+1, err)
+	}
+	if _, err := DecodeBase([]byte(`{"version":0}`)); !errors.Is(err, ErrHistoryVersion) {
+		t.Errorf("DecodeBase(version 0) = %v", err)
+	}
+}
+
+// TestHistoryCrashes: History keeps each server's crash times (transitions
+// by fail), never its launches or expected stops, and forgets them at an
+// explicit reconnect: one that names the server (offline or not), or the
+// reconnect transition a reconnect of every failed server causes.
+func TestHistoryCrashes(t *testing.T) {
+	j := newJournal()
+	s := j.session(1)
+	s.start()
+	s.config(stdio("web"), stdio("git"), stdio("db"))
+	s.connect("web", events.StateConfiguring, 1, 10, nil)
+	s.tr("web", events.StateReady, events.StateStopped, events.ReasonShutdown, 1, nil) // expected: no crash
+	w1 := s.crash("web", events.StateLaunching, 2)
+	w2 := s.crash("web", events.StateLaunching, 3)
+	g1 := s.crash("git", events.StateLaunching, 1)
+	d1 := s.crash("db", events.StateLaunching, 1)
+	h := foldHistory(j.evs)
+	if got := h.Crashes("web"); !slices.Equal(got, []int64{w1.Time, w2.Time}) || len(h.Launches("web")) != 1 {
+		t.Fatalf("Crashes(web) = %v (launches %v), want %d %d", got, h.Launches("web"), w1.Time, w2.Time)
+	}
+	// A reconnect of every failed server names none: only the transitions
+	// it causes forget crashes. A failed-only reconnect of a server does not.
+	s.in("", &events.ReconnectRequested{FailedOnly: true})
+	s.in("git", &events.ReconnectRequested{FailedOnly: true})
+	s.out("db", &events.ServerTransitioned{From: events.StateFailed, To: events.StateLaunching, Trigger: "reconnect", Attempt: 2})
+	h = foldHistory(j.evs)
+	if len(h.Crashes("web")) != 2 || !slices.Equal(h.Crashes("git"), []int64{g1.Time}) || h.Crashes("db") != nil {
+		t.Errorf("after a reconnect of every failed server (db): web %v git %v db %v (crashed at %d)", h.Crashes("web"), h.Crashes("git"), h.Crashes("db"), d1.Time)
+	}
+	// An offline reconnect: a session of its own naming the server.
+	o := j.session(2)
+	o.start()
+	o.in("web", &events.ReconnectRequested{By: "cli"})
+	h = foldHistory(j.evs)
+	if h.Crashes("web") != nil || len(h.Crashes("git")) != 1 {
+		t.Errorf("after reconnect web: web %v git %v", h.Crashes("web"), h.Crashes("git"))
+	}
+	d, err := DecodeHistory(h.Encode())
+	if err != nil || !reflect.DeepEqual(d.Crashes("git"), h.Crashes("git")) || d.Crashes("web") != nil {
+		t.Errorf("decoded: %v, git %v web %v", err, d.Crashes("git"), d.Crashes("web"))
+	}
+}
+
+func TestHistoryKeepsLatestCrashes(t *testing.T) {
+	j := newJournal()
+	s := j.session(1)
+	s.start()
+	var times []int64
+	for i := range MaxLaunches + 3 {
+		times = append(times, s.crash("web", events.StateLaunching, i+1).Time)
+	}
+	if got := foldHistory(j.evs).Crashes("web"); !slices.Equal(got, times[3:]) {
+		t.Errorf("kept %d crashes %v, want the newest %d", len(got), got, MaxLaunches)
+	}
+}
+
+// TestBaseOfVersion2: a version 2 base state (no crashes) is read as a
+// base with no crashes and everything else as it was; BaseIs compares a
+// fold with it in version 2; an ordinary version 2 checkpoint is refused.
+func TestBaseOfVersion2(t *testing.T) {
+	h := foldHistory(historyJournal())
+	if len(h.Crashes("web")) != 2 || len(h.Crashes("git")) != 1 {
+		t.Fatalf("crashes web %v git %v, want 2 and 1", h.Crashes("web"), h.Crashes("git"))
+	}
+	v2 := h.encode(2)
+	if bytes.Contains(v2, []byte(`"crashes"`)) || !bytes.Contains(h.Encode(), []byte(`"crashes"`)) || !bytes.Contains(v2, []byte(`"command":"run"`)) {
+		t.Fatalf("version 2 encoding has crashes or no commands, or version 3 has no crashes:\n%s", v2)
+	}
+	if _, err := DecodeHistory(v2); !errors.Is(err, ErrHistoryVersion) {
+		t.Errorf("DecodeHistory(version 2) = %v, want ErrHistoryVersion", err)
+	}
+	b, err := DecodeBase(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Crashes("web") != nil || !reflect.DeepEqual(b.Sessions(), h.Sessions()) || !reflect.DeepEqual(b.Launches("web"), h.Launches("web")) {
+		t.Errorf("version 2 base: crashes %v, sessions %+v, launches %v", b.Crashes("web"), b.Sessions(), b.Launches("web"))
+	}
+	if !BaseIs(v2, h) || BaseIs(v2, foldHistory(historyJournal()[:5])) {
+		t.Error("BaseIs does not compare a fold with a version 2 base in version 2")
 	}
 }

@@ -40,7 +40,7 @@ func (m *Manager) decide(ctx context.Context, server, decision, by string) error
 			return fmt.Errorf("%w (%q is from %s)", ErrNotGated, server, srv.Config.Scope)
 		}
 		cfg := srv.Config
-		cfg.Approval, cfg.RecentLaunches = events.ApprovalFact{}, nil
+		cfg.Approval, cfg.RecentLaunches, cfg.RecentCrashes = events.ApprovalFact{}, nil, nil
 		p.Workspace, p.Hash, p.Scope, p.Config = m.state.Config.Workspace, srv.Config.Hash, srv.Config.Scope, &cfg
 		return fsm.CheckApproval(m.state, server, p.Hash)
 	}
@@ -113,14 +113,22 @@ func (v *View) Promptable() []string { return slices.Clone(v.promptable) }
 // replay and verify treat it the same. cfg is the server's config as the
 // workspace now has it.
 func RecordApproval(ctx context.Context, j Journal, workspace string, cfg events.ServerConfig, decision, by, build string, now func() int64) (uuid.UUID, error) {
-	sid := uuid.Must(uuid.NewV7())
 	c := cfg
-	c.Approval, c.RecentLaunches = events.ApprovalFact{}, nil
+	c.Approval, c.RecentLaunches, c.RecentCrashes = events.ApprovalFact{}, nil, nil
+	return recordOffline(ctx, j, build, decision, now, events.Event{Kind: events.KindApprovalDecided, Server: cfg.Name,
+		Payload: &events.ApprovalDecided{Workspace: workspace, Decision: decision, Hash: cfg.Hash, By: by, Scope: cfg.Scope, Config: &c}})
+}
+
+// recordOffline journals in, a decision made while no mcpledger holds
+// the journal, in a short session of its own run by command: started,
+// in, stopped, each input decided like any session's, so replay and
+// verify treat it the same.
+func recordOffline(ctx context.Context, j Journal, build, command string, now func() int64, in events.Event) (uuid.UUID, error) {
+	sid := uuid.Must(uuid.NewV7())
 	inputs := []events.Event{
-		{Kind: events.KindSessionStarted, Payload: &events.SessionStarted{Build: build, Command: decision, Options: fsm.WithDefaults(events.DeciderOptions{})}},
-		{Kind: events.KindApprovalDecided, Server: cfg.Name, Payload: &events.ApprovalDecided{Workspace: workspace,
-			Decision: decision, Hash: cfg.Hash, By: by, Scope: cfg.Scope, Config: &c}},
-		{Kind: events.KindStopRequested, Payload: &events.StopRequested{Reason: events.ReasonShutdown, By: decision}},
+		{Kind: events.KindSessionStarted, Payload: &events.SessionStarted{Build: build, Command: command, Options: fsm.WithDefaults(events.DeciderOptions{})}},
+		in,
+		{Kind: events.KindStopRequested, Payload: &events.StopRequested{Reason: events.ReasonShutdown, By: command}},
 	}
 	var st fsm.State
 	var out []events.Event

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/fsm"
 )
@@ -19,9 +21,21 @@ func (m *Manager) Stop(ctx context.Context, name string) error {
 
 // Reconnect reconnects one server now: a failed or stopped one is
 // relaunched, a reconnecting one skips its backoff wait, a running one is
-// restarted. The storm breaker still applies.
+// restarted. It clears a storm hold: the breaker no longer counts the
+// server's crashes before it.
 func (m *Manager) Reconnect(ctx context.Context, name string) error {
 	return m.command(ctx, name, &events.ReconnectRequested{By: "api"})
+}
+
+// RecordReconnect journals an explicit reconnect of server made while no
+// mcpledger holds the journal (`mcpledger reconnect NAME` offline): a
+// short session of its own holding the reconnect.requested, which clears
+// a storm hold: the next session's storm breaker no longer counts the
+// server's crashes before it. The caller checks that server is in the
+// config.
+func RecordReconnect(ctx context.Context, j Journal, server, by, build string, now func() int64) (uuid.UUID, error) {
+	return recordOffline(ctx, j, build, "reconnect", now, events.Event{Kind: events.KindReconnectRequested, Server: server,
+		Payload: &events.ReconnectRequested{By: by}})
 }
 
 // ReconnectFailed reconnects every failed server.

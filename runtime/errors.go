@@ -77,7 +77,8 @@ func Recovery(server string, r events.Reason, st events.ServerState) string {
 	case events.ReasonDisabled:
 		return "remove \"disabled\": true from its config"
 	case events.ReasonStormHold:
-		return "it crashed too often; it is held until the storm window passes, or: mcpledger reconnect " + server
+		return "it crashed too often; it is held until the storm window passes, or launch it now with: mcpledger reconnect " + server +
+			" (with mcpledger running or not: a reconnect stops counting the crashes before it)"
 	case events.ReasonToolChanged:
 		return fmt.Sprintf("its tool definition changed since approval: mcpledger approve %s", server)
 	case events.ReasonInvalidConfig:

@@ -40,7 +40,7 @@ const CheckpointEvery = 4096
 
 // history is what earlier sessions in the journal tell a new one.
 type history struct {
-	launches map[string][]int64 // server → launch times (unix ns) in the storm window
+	crashes  map[string][]int64 // server → crash times (unix ns) in the storm window, since its last explicit reconnect
 	previous string             // an earlier session that never stopped
 	// uncovered counts the events after the newest checkpoint at Start
 	// (the fold's tail, and a closed interrupted session); mark is the
@@ -92,7 +92,7 @@ var errStopRead = errors.New("runtime: stop reading")
 
 // loadHistory folds the journal's earlier sessions into the projections,
 // from the newest usable checkpoint on: the tool cache and approvals,
-// recent launches per server for the storm breaker, and a previous
+// recent crashes per server for the storm breaker, and a previous
 // session that never stopped, which it closes (see closeInterrupted).
 func (m *Manager) loadHistory(ctx context.Context) error {
 	h, tail, err := LoadHistory(ctx, m.j, 0, func(err error) {
@@ -114,15 +114,16 @@ func (m *Manager) loadHistory(ctx context.Context) error {
 	}
 	now := m.opts.Now().UnixNano()
 	window := fsm.WithDefaults(m.opts.Decider).StormWindowMs * 1e6
-	hist := history{launches: map[string][]int64{}, uncovered: tail}
+	hist := history{crashes: map[string][]int64{}, uncovered: tail}
 	for _, s := range h.Sessions() {
 		for _, name := range s.Servers {
-			if _, done := hist.launches[name]; done {
+			if _, done := hist.crashes[name]; done {
 				continue
 			}
-			for _, t := range h.Launches(name) {
+			hist.crashes[name] = nil
+			for _, t := range h.Crashes(name) {
 				if now-t < window && t <= now {
-					hist.launches[name] = append(hist.launches[name], t)
+					hist.crashes[name] = append(hist.crashes[name], t)
 				}
 			}
 		}

@@ -350,12 +350,13 @@ func (m *Manager) observeLoaded(ctx context.Context, trigger string, lc config.R
 }
 
 // completeConfig fills, on the loop, what the decider needs from the
-// journal: each server's launches from earlier sessions (storm breaker) and
-// the latest approval decision for gated servers.
+// journal: each server's crashes from earlier sessions since its last
+// explicit reconnect (storm breaker) and the latest approval decision for
+// gated servers.
 func (m *Manager) completeConfig(obs *events.ConfigObserved) {
 	for i := range obs.Servers {
 		c := &obs.Servers[i]
-		c.RecentLaunches = append([]int64(nil), m.history.launches[c.Name]...)
+		c.RecentCrashes = append([]int64(nil), m.history.crashes[c.Name]...)
 		if !c.Gated {
 			continue
 		}

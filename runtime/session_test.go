@@ -65,7 +65,7 @@ func TestStartupGateServesDeferredTools(t *testing.T) {
 	_ = j
 }
 
-// TestStormBreakerAcrossRestarts: launches journaled by one session count
+// TestStormBreakerAcrossRestarts: crashes journaled by one session count
 // against the breaker in the next, so a crash loop stays held after a
 // restart instead of starting over.
 func TestStormBreakerAcrossRestarts(t *testing.T) {

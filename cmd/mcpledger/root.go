@@ -143,7 +143,8 @@ Commands:
   call TOOL [--args JSON] [--json]
         call a tool (through the running mcpledger, or in a one-shot session)
   reconnect NAME | stop NAME | refresh NAME | reload
-        act on the running mcpledger (reconnect --failed: every failed server)
+        act on the running mcpledger (reconnect --failed: every failed server);
+        reconnect NAME with none running is journaled: it clears a storm hold
   approve NAME | reject NAME | approvals [--json]
         decide on a workspace (.mcp.json) server's current config; approvals are
         bound to its config hash and survive restarts

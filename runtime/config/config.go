@@ -486,7 +486,7 @@ func absPath(p string) string {
 // Equal reports whether two config readings are the same for the
 // purpose of hot reload, so a reload that changed nothing can be skipped.
 // Trigger is ignored. Servers compare by name, whatever their order, and
-// every field except RecentLaunches and Approval counts; args order
+// every field except RecentLaunches, RecentCrashes and Approval counts; args order
 // counts, env and header order does not, tool filters compare as sets.
 // Allowed, Excluded, LaunchBound and Errors compare as sets, but an
 // absent allow-list or launch bound differs from an empty one (absent

@@ -486,9 +486,9 @@ func TestConfigEqual(t *testing.T) {
 			o.Servers[0].Env = append(o.Servers[0].Env, events.KV{Key: "ZZ", Value: "1"})
 			slices.Reverse(o.Servers[0].Env)
 		}, false},
-		{"approval and launches ignored", func(o *events.ConfigObserved) {
+		{"approval, launches and crashes ignored", func(o *events.ConfigObserved) {
 			o.Servers[0].Approval = events.ApprovalFact{Decision: "approve"}
-			o.Servers[0].RecentLaunches = []int64{1}
+			o.Servers[0].RecentLaunches, o.Servers[0].RecentCrashes = []int64{1}, []int64{2}
 		}, true},
 		{"args order", func(o *events.ConfigObserved) { slices.Reverse(o.Servers[0].Args) }, false},
 		{"tool filter order", func(o *events.ConfigObserved) { slices.Reverse(o.Servers[0].ExcludeTools) }, true},

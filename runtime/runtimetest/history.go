@@ -172,6 +172,10 @@ func expandSession(tmpl []events.Event, start time.Time, n int) []events.Event {
 				for k := range c.RecentLaunches {
 					c.RecentLaunches[k] += t - e.Time
 				}
+				c.RecentCrashes = slices.Clone(c.RecentCrashes)
+				for k := range c.RecentCrashes {
+					c.RecentCrashes[k] += t - e.Time
+				}
 				if c.Approval.At != 0 {
 					c.Approval.At += t - e.Time
 				}
