@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -104,5 +105,70 @@ func TestStormLimitAtMaximum(t *testing.T) {
 	srv, _ := st.Server("s")
 	if held, _ := fsm.StormHold(o, srv.Launches, nil, 2*fsm.MaxStormLimit); !held {
 		t.Fatalf("%d launches kept of %d in the window, limit %d: not held", len(srv.Launches), 2*fsm.MaxStormLimit, fsm.MaxStormLimit)
+	}
+}
+
+// TestReconnectForgetsCrashes: an explicit reconnect forgets the crashes
+// of the servers it acts on, and only those: a named one (with
+// failed_only, only if failed), or with no name every failed server of
+// the config.
+func TestReconnectForgetsCrashes(t *testing.T) {
+	cfg := func(names ...string) *events.ConfigObserved {
+		o := &events.ConfigObserved{Trigger: "start"}
+		for _, n := range names {
+			o.Servers = append(o.Servers, events.ServerConfig{Name: n, Transport: events.TransportStdio, Command: n})
+		}
+		return o
+	}
+	ev := func(at int64, server string, p events.Payload) events.Event {
+		return events.Event{Kind: p.Kind(), Server: server, Time: at, Payload: p}
+	}
+	crash := func(at int64, server string) events.Event {
+		return ev(at, server, &events.ServerTransitioned{From: events.StateLaunching, To: events.StateReconnecting, Trigger: string(fsm.TrigFail)})
+	}
+	exhaust := func(at int64, server string) events.Event {
+		return ev(at, server, &events.ServerTransitioned{From: events.StateReconnecting, To: events.StateFailed, Trigger: string(fsm.TrigExhaust)})
+	}
+	var st fsm.State
+	for _, e := range []events.Event{
+		ev(0, "", &events.SessionStarted{Seed: 1}),
+		ev(0, "", cfg("up", "down", "gone")),
+		crash(1, "up"),                       // reconnecting
+		crash(2, "down"), exhaust(2, "down"), // failed
+		crash(3, "gone"), exhaust(3, "gone"), // failed, then out of the config
+		ev(4, "", cfg("up", "down")),
+	} {
+		st = fsm.Evolve(st, e)
+	}
+	crashes := func(st fsm.State) map[string]int {
+		out := map[string]int{}
+		for _, n := range st.Names() {
+			s, _ := st.Server(n)
+			out[n] = len(s.Crashes)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		in   events.Event
+		want map[string]int
+	}{
+		{"every failed server", ev(5, "", &events.ReconnectRequested{FailedOnly: true}), map[string]int{"up": 1, "down": 0, "gone": 1}},
+		{"named, failed only, not failed", ev(5, "up", &events.ReconnectRequested{FailedOnly: true}), map[string]int{"up": 1, "down": 1, "gone": 1}},
+		{"named, failed only, failed", ev(5, "down", &events.ReconnectRequested{FailedOnly: true}), map[string]int{"up": 1, "down": 0, "gone": 1}},
+		{"named", ev(5, "up", &events.ReconnectRequested{}), map[string]int{"up": 0, "down": 1, "gone": 1}},
+	} {
+		got := fsm.Evolve(st.Clone(), c.in)
+		if g := crashes(got); !reflect.DeepEqual(g, c.want) {
+			t.Errorf("%s: crashes %v, want %v", c.name, g, c.want)
+		}
+		for n, k := range c.want {
+			if s, _ := got.Server(n); k == 0 && s.Reconnected != 5 || k != 0 && s.Reconnected != 0 {
+				t.Errorf("%s: %s reconnected at %d", c.name, n, s.Reconnected)
+			}
+		}
+	}
+	if g := crashes(st); !reflect.DeepEqual(g, map[string]int{"up": 1, "down": 1, "gone": 1}) {
+		t.Errorf("Evolve changed the state it was given: %v", g)
 	}
 }

@@ -308,11 +308,11 @@ func (r *tlRender) calls(l *tlLane, y int) {
 			}
 			right = math.Max(right, x0+w)
 			title := fmt.Sprintf("%s · call %s (%s): %s", l.name, c.tool, tlOr(c.name), strings.ReplaceAll(c.outcome, "_", " "))
-			switch {
-			case c.killed:
-				title += " (mcpledger was killed with it in flight: its outcome is unknown)"
-			case c.to != 0:
+			if c.to != 0 && !c.killed {
 				title += " in " + tlDur(c.to-c.from)
+			}
+			if c.killed {
+				title += " (mcpledger was killed with it in flight: its outcome is unknown)"
 			}
 			stroke := ""
 			if c.signals != "" {

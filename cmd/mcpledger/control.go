@@ -52,10 +52,14 @@ func (c *ControlCommand) Run(ctx context.Context, args []string) error {
 	}
 	cl := f.control()
 	if cl == nil {
-		if req.Op == "reconnect" {
-			return c.offlineReconnect(ctx, f, &cf, name)
-		}
 		path, _, _ := f.journalPath()
+		switch req.Op {
+		case "reconnect":
+			return c.offlineReconnect(ctx, f, &cf, name)
+		case "reconnect-failed":
+			return fmt.Errorf("reconnect --failed: no running mcpledger holds %s; start one with: mcpledger run, "+
+				"or clear one server's storm hold for the next run with: mcpledger reconnect NAME", path)
+		}
 		return fmt.Errorf("%s: no running mcpledger holds %s; start one with: mcpledger run", c.op, path)
 	}
 	if err := cl.Do(ctx, req, nil); err != nil {
