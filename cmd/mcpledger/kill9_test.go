@@ -178,8 +178,8 @@ func TestKill9LosesNoCallOutcome(t *testing.T) {
 		clients = append(clients, c)
 	}
 	started := func() int {
-		out, _ := cmd("log", "--session", "last", "--kind", "call.started").Output()
-		return bytes.Count(out, []byte("slow"))
+		out, _ := cmd("log", "--session", "last", "--kind", "call.started", "--json").Output()
+		return bytes.Count(out, []byte(`"tool":"slow"`))
 	}
 	for deadline := time.Now().Add(20 * time.Second); started() < hanging; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
