@@ -10,6 +10,11 @@
 //	err = replay.Verify(ctx, journal, session)           // *MismatchError on divergence
 //	why, err := replay.Why(ctx, journal, session, "mcp__gh__search", seq)
 //
+// A snapshot and an explanation also list the calls recorded lost by then
+// ([LostCalls]): in flight when their connection, or their mcpledger, died,
+// with an outcome nobody knows. The next session closes the calls of a
+// killed one that way, and the timeline marks them.
+//
 // # Determinism
 //
 // Replay never calls out: every nondeterministic value (time, jitter seed,
