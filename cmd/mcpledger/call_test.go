@@ -94,3 +94,26 @@ func TestCallApprovalWrapAndSignals(t *testing.T) {
 		t.Errorf("log does not show the signals:\n%s", out.String())
 	}
 }
+
+// TestCallOutcomeUnknownExitStatus: a one-shot call whose server exits
+// with the call in flight says the outcome is unknown and exits with
+// status 3; any other failed call exits with 1.
+func TestCallOutcomeUnknownExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"s": map[string]any{"command": runtimetest.BuildServer(t)}}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", dir)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	jp := filepath.Join(dir, "journal.db")
+	r := runCLI(t, "call", "mcp__s__exit", "--args", `{"code":7}`, "--journal", jp, "--mcp-config", cfg, "--workspace", dir)
+	if !errors.Is(r.err, rt.ErrOutcomeUnknown) || exitCode(r.err) != exitOutcomeUnknown || !strings.Contains(r.err.Error(), "may or may not have acted on it") {
+		t.Errorf("call of a server that exits mid-call: %v (exit %d), want exit %d saying the outcome is unknown", r.err, exitCode(r.err), exitOutcomeUnknown)
+	}
+	r = runCLI(t, "call", "mcp__s__nope", "--journal", jp, "--mcp-config", cfg, "--workspace", dir)
+	if r.err == nil || exitCode(r.err) != 1 {
+		t.Errorf("call of an unknown tool: %v (exit %d), want exit 1", r.err, exitCode(r.err))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/mcpledger/mcpledger/events"
+	rt "github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/control"
 
 	"github.com/mcpledger/mcpledger/store"
@@ -184,8 +185,8 @@ Common flags:
                    or ~/.local/state/mcpledger/journal.db)
 
 Exit status: 0 ok, 1 error, 2 bad command line, 3 a call's outcome is unknown
-(the mcpledger serving it died with the call in flight; the next session
-records it as lost).
+(the server, or the mcpledger serving the call, was lost with the call in
+flight: it may or may not have run; mcpledger log shows it as lost).
 `
 
 // usageError is a command line that cannot run. It exits with status 2.
@@ -198,7 +199,8 @@ func usageErrorf(format string, args ...any) error {
 }
 
 // exitOutcomeUnknown is the exit status of a call whose outcome is
-// unknown: the process that served it ended with the call in flight.
+// unknown: the server's connection, or the mcpledger process serving the
+// call, was lost with the call in flight.
 const exitOutcomeUnknown = 3
 
 // exitCode maps an error returned by run to the process exit status.
@@ -210,7 +212,7 @@ func exitCode(err error) int {
 		return 2
 	case errors.As(err, &ie):
 		return 130
-	case errors.Is(err, control.ErrOutcomeUnknown):
+	case errors.Is(err, control.ErrOutcomeUnknown), errors.Is(err, rt.ErrOutcomeUnknown):
 		return exitOutcomeUnknown
 	}
 	return 1

@@ -30,10 +30,19 @@ type Request struct {
 
 // Response is the answer to a Request.
 type Response struct {
-	OK     bool            `json:"ok"`
-	Error  string          `json:"error,omitempty"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	// Code classifies Error where a client acts on it:
+	// [CodeOutcomeUnknown] or "".
+	Code   string          `json:"code,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 }
+
+// CodeOutcomeUnknown is the Response.Code of a call whose outcome is
+// unknown (runtime.ErrOutcomeUnknown: the server's connection was lost
+// with the request in flight). [Client.Do] returns it as an error that is
+// [ErrOutcomeUnknown].
+const CodeOutcomeUnknown = "outcome_unknown"
 
 // StatusResult is the result of the status op (the `status --json` shape).
 type StatusResult struct {
@@ -175,6 +184,9 @@ func writeResponse(w io.Writer, res any, err error) {
 	resp := Response{OK: err == nil}
 	if err != nil {
 		resp.Error = err.Error()
+		if errors.Is(err, runtime.ErrOutcomeUnknown) {
+			resp.Code = CodeOutcomeUnknown
+		}
 	} else if res != nil {
 		b, merr := json.Marshal(res)
 		if merr != nil {
@@ -245,10 +257,12 @@ var ErrNotServed = errors.New("control: no running mcpledger serves this journal
 // killed with the request in progress.
 var ErrNoAnswer = errors.New("control: the mcpledger process closed the connection without answering")
 
-// ErrOutcomeUnknown is returned by [Client.Do] for a call whose process
-// closed the connection with the call in flight (it wraps [ErrNoAnswer]
-// too): whether the server ran the call is unknown. The next session on
-// the journal records it as a call.finished of outcome lost.
+// ErrOutcomeUnknown is returned by [Client.Do] for a call whose outcome
+// is unknown: the process serving it closed the connection with the call
+// in flight (the error is [ErrNoAnswer] too; the next session on the
+// journal records the call as a call.finished of outcome lost), or it
+// answered that the server's connection was lost with the call in flight
+// ([CodeOutcomeUnknown]).
 var ErrOutcomeUnknown = errors.New("control: the outcome of the call is unknown")
 
 // Client talks to a running mcpledger over its control socket.
@@ -317,6 +331,9 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 		return fmt.Errorf("control: socket: %w", err)
 	}
 	if !resp.OK {
+		if resp.Code == CodeOutcomeUnknown {
+			return &remoteError{msg: resp.Error, is: ErrOutcomeUnknown}
+		}
 		return errors.New(resp.Error)
 	}
 	if out != nil && len(resp.Result) > 0 {
@@ -363,3 +380,13 @@ func (e *noAnswerError) Unwrap() []error {
 	}
 	return []error{ErrNoAnswer, e.err}
 }
+
+// remoteError is an error the serving process answered, as it worded it,
+// that is also the sentinel is.
+type remoteError struct {
+	msg string
+	is  error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.is }

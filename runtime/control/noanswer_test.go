@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/control"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
 // TestClientToldOutcomeUnknown: a process that answers hello and then
@@ -52,5 +54,37 @@ func TestClientToldOutcomeUnknown(t *testing.T) {
 	err = cl.Do(t.Context(), control.Request{Op: "reload"}, nil)
 	if !errors.Is(err, control.ErrNoAnswer) || errors.Is(err, control.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "reload request") {
 		t.Errorf("reload: %v, want ErrNoAnswer only", err)
+	}
+}
+
+// TestOutcomeUnknownCrossesTheSocket: a call whose server exits mid-call
+// (runtime.ErrOutcomeUnknown in the serving process) reaches the client
+// as an error that is ErrOutcomeUnknown, worded as the process said it.
+func TestOutcomeUnknownCrossesTheSocket(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	_, adapter := runtimetest.OpenJournal(t)
+	c, s := runtimetest.Stdio("bad", bin, nil)
+	m, _ := runtime.New(adapter, &runtime.Options{Config: runtimetest.ConfigOf(c, s)})
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	path := filepath.Join(t.TempDir(), "j.db.sock")
+	srv, err := control.Serve(path, control.Options{Manager: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cl, err := control.Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cl.Do(t.Context(), control.Request{Op: "call", Name: "mcp__bad__exit", Args: json.RawMessage(`{"code":7}`)}, nil)
+	if !errors.Is(err, control.ErrOutcomeUnknown) || errors.Is(err, control.ErrNoAnswer) || !strings.Contains(err.Error(), "may or may not have acted on it") {
+		t.Errorf("call of a server that exits mid-call: %v, want ErrOutcomeUnknown as the process worded it", err)
+	}
+	err = cl.Do(t.Context(), control.Request{Op: "call", Name: "mcp__bad__nope"}, nil)
+	if err == nil || errors.Is(err, control.ErrOutcomeUnknown) {
+		t.Errorf("call of an unknown tool: %v, want an error that is not ErrOutcomeUnknown", err)
 	}
 }
