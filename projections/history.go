@@ -81,8 +81,8 @@ type SessionSummary struct {
 	// Servers are the servers the session's events name, sorted.
 	Servers []string `json:"servers,omitempty"`
 	// Command is the command that ran the session (session.started's:
-	// run, serve, demo, call, approve, reject, archive), "" if unknown (a
-	// session summarised by a version 1 base state).
+	// run, serve, demo, call, approve, reject, reconnect, archive), "" if
+	// unknown (a session summarised by a version 1 base state).
 	Command string `json:"command,omitempty"`
 	// Stopped reports whether the session recorded session.stopped;
 	// Reason is its reason.

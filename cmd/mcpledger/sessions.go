@@ -20,7 +20,7 @@ type SessionsCommand struct {
 // `sessions --json` (an array of these).
 type sessionRow struct {
 	ID        string   `json:"id"`
-	Kind      string   `json:"kind"` // the command that ran it: run, serve, demo, call, approve, reject, archive
+	Kind      string   `json:"kind"` // the command that ran it: run, serve, demo, call, approve, reject, reconnect, archive
 	Started   string   `json:"started"`
 	LastEvent string   `json:"last_event"`
 	Events    uint64   `json:"events"`
