@@ -97,6 +97,41 @@ func TestRecordGoldenJournals(t *testing.T) {
 		export(j, m2.Session(), "storm-hold-after-restart")
 	})
 
+	// Decision version 2: the breaker counts crashes. A crash loop ends
+	// failed after 3 attempts (3 crashes); the next run holds it at
+	// admission; a reconnect recorded with nothing running clears the
+	// hold, and the run after it launches the server again. (storm-hold-*
+	// above were recorded at decision version 1, which counted launches,
+	// and still verify as recorded.)
+	t.Run("storm-crashes", func(t *testing.T) {
+		j, adapter := openJournal(t)
+		c, s := stdio("loop", bin, nil, "MCPTEST_CRASH_ON_START=1")
+		opts := func() *runtime.Options {
+			o := fastOpts(configOf(c, s))
+			o.Decider = events.DeciderOptions{BackoffBaseMs: 10, BackoffMaxMs: 20, MaxAttempts: 3, StormLimit: 3, StormWindowMs: 60_000}
+			return o
+		}
+		m1, _ := runtime.New(adapter, opts())
+		m1.Start(t.Context())
+		waitFor(t, m1, "loop failed", func(v *runtime.View) bool { return state(v, "loop").State == events.StateFailed })
+		m1.Close()
+		m2, _ := runtime.New(adapter, opts())
+		m2.Start(t.Context())
+		m2.Close()
+		sid, err := runtime.RecordReconnect(t.Context(), adapter, "loop", "cli", "test", func() int64 { return time.Now().UnixNano() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m3, _ := runtime.New(adapter, opts())
+		m3.Start(t.Context())
+		waitFor(t, m3, "loop failed again", func(v *runtime.View) bool { return state(v, "loop").State == events.StateFailed })
+		m3.Close()
+		export(j, m1.Session(), "storm-crashes-first-run")
+		export(j, m2.Session(), "storm-crashes-held")
+		export(j, sid, "storm-crashes-offline-reconnect")
+		export(j, m3.Session(), "storm-crashes-after-reconnect")
+	})
+
 	t.Run("reload", func(t *testing.T) {
 		j, adapter := openJournal(t)
 		w := newWorkspace(t)
