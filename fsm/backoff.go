@@ -43,11 +43,12 @@ func splitmix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// StormHold reports whether one more launch at now would exceed the storm
-// breaker (at most o.StormLimit launches in o.StormWindowMs), counting this
-// session's launches and those recorded by earlier sessions (the two lists
-// are disjoint: each launch is in exactly one). When held, it
-// returns when the window next admits a launch.
+// StormHold reports whether a launch at now is held by the storm breaker:
+// o.StormLimit or more of the counted times (crashes; launches at decision
+// version 1) fall in the o.StormWindowMs before now, counting this
+// session's and those recorded by earlier sessions (the two lists are
+// disjoint: each time is in exactly one). When held, it returns when the
+// window next admits a launch.
 func StormHold(o events.DeciderOptions, session, earlier []int64, now int64) (held bool, until int64) {
 	window := o.StormWindowMs * 1e6
 	var in []int64
