@@ -352,8 +352,9 @@ const (
 	OutcomeError     = "error"
 	OutcomeCancelled = "cancelled"
 	OutcomeTimeout   = "timeout"
-	// OutcomeLost: the connection was lost with the request in flight;
-	// whether the server acted on it is unknown.
+	// OutcomeLost: the connection, or mcpledger itself (killed: the next
+	// session records it), was lost with the request in flight; whether
+	// the server acted on it is unknown.
 	OutcomeLost = "lost"
 	// OutcomeInvalidArgs: the arguments failed the tool's input schema
 	// locally; the request was never sent.
