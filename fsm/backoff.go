@@ -65,3 +65,14 @@ func StormHold(o events.DeciderOptions, session, earlier []int64, now int64) (he
 	slices.Sort(in)
 	return true, in[len(in)-o.StormLimit] + window
 }
+
+// since returns the times in ts after t.
+func since(ts []int64, t int64) []int64 {
+	var out []int64
+	for _, x := range ts {
+		if x > t {
+			out = append(out, x)
+		}
+	}
+	return out
+}

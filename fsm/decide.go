@@ -575,14 +575,3 @@ func sortedKeys(m map[string]bool) []string {
 	slices.Sort(out)
 	return out
 }
-
-// since returns the times in ts after t.
-func since(ts []int64, t int64) []int64 {
-	var out []int64
-	for _, x := range ts {
-		if x > t {
-			out = append(out, x)
-		}
-	}
-	return out
-}
