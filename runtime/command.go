@@ -39,11 +39,11 @@ func (m *Manager) Reload(ctx context.Context) error {
 // Refresh re-lists a ready server's tools now.
 func (m *Manager) Refresh(ctx context.Context, name string) error {
 	var found, ready bool
-	var broken error
+	var degraded error
 	if !m.onLoop(ctx, func() {
-		// A broken journal could not record the new list: refuse, like
+		// A failing journal could not record the new list: refuse, like
 		// every other command.
-		if broken = m.broken; broken != nil {
+		if degraded = m.errDegraded(); degraded != nil {
 			return
 		}
 		_, found = m.state.Server(name)
@@ -55,8 +55,8 @@ func (m *Manager) Refresh(ctx context.Context, name string) error {
 		return ErrShuttingDown
 	}
 	switch {
-	case broken != nil:
-		return fmt.Errorf("%w: %w", ErrJournal, broken)
+	case degraded != nil:
+		return degraded
 	case !found:
 		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
 	case !ready:

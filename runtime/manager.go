@@ -69,8 +69,9 @@ type Manager struct {
 	// reading (see setCallSettings).
 	callSettings atomic.Pointer[map[string]config.CallSettings]
 
-	// journalErr is broken, readable without procMu: relaxed call records
-	// are only queued, so their callers check it before sending (see submit).
+	// journalErr is the refusal while the journal fails (see deg), readable
+	// without procMu: relaxed call records are only queued, so their
+	// callers check it before sending (see submit).
 	journalErr atomic.Pointer[error]
 
 	// Owned by the holder of procMu (the loop goroutine, or a direct
@@ -83,7 +84,7 @@ type Manager struct {
 	conns     map[string]*conn
 	timers    timerHeap
 	specs     map[string]config.Spec
-	broken    error
+	deg       *outage // set while the journal refuses appends (degraded.go)
 	lastLater func(context.Context) error
 	held      []events.Event // relaxed records not yet handed to the journal (see hold)
 	heldSince time.Time      // when the oldest of held was decided
