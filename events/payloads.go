@@ -425,10 +425,12 @@ type JournalArchived struct {
 
 // JournalResumed records an outage of the journal: from Since to Until
 // (unix ns) its appends failed (Error, the first failure), the Manager
-// retried Attempts times, and refused callers meanwhile. Observations
-// that arrived during the outage follow it, in the order they arrived;
-// Dropped counts those past the Manager's bound, which are lost, and
-// LostRelaxed the relaxed call records that never reached the journal.
+// retried Attempts times, and refused callers meanwhile. Backlog
+// observations that arrived during the outage follow it, in the order they
+// arrived; Coalesced counts listings a later one of the same server
+// superseded, Dropped the observations past the Manager's bound, which
+// are lost, and LostRelaxed the relaxed call records that never reached
+// the journal.
 // The session's events before it are exactly those the journal held
 // when it failed: nothing decided during the outage was acted on.
 type JournalResumed struct {
@@ -437,6 +439,7 @@ type JournalResumed struct {
 	Error       string `msgpack:"error" json:"error"`
 	Attempts    int    `msgpack:"attempts" json:"attempts"`
 	Backlog     int    `msgpack:"backlog,omitempty" json:"backlog,omitempty"`
+	Coalesced   int    `msgpack:"coalesced,omitempty" json:"coalesced,omitempty"`
 	Dropped     int    `msgpack:"dropped,omitempty" json:"dropped,omitempty"`
 	LostRelaxed int    `msgpack:"lost_relaxed,omitempty" json:"lost_relaxed,omitempty"`
 }

@@ -90,6 +90,7 @@ func (m *Manager) Shutdown(by string) error {
 		waitBounded(m.calls.Wait, 5*time.Second)
 		if m.started.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			m.onLoop(ctx, m.lastRetry)
 			if _, err := m.submit(ctx, "", &events.StopRequested{Reason: events.ReasonShutdown, By: by}, true); err != nil && !errors.Is(err, ErrShuttingDown) {
 				m.closeErr = err
 			}
@@ -105,6 +106,10 @@ func (m *Manager) Shutdown(by string) error {
 		}
 		m.cancel()
 		<-m.loopDoneOrClosed()
+		if m.deg != nil && (len(m.deg.backlog) > 0 || m.deg.dropped > 0) { // the loop has ended: m.deg is ours
+			m.log.Error("the journal failed until the end: observations were never journaled",
+				"backlog", len(m.deg.backlog), "dropped", m.deg.dropped, "since", m.deg.since, "err", m.deg.err)
+		}
 		// The loop has ended: its connections are ours now. Anything the
 		// stop decision did not reach is killed.
 		for name, c := range m.conns {

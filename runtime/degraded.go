@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,8 +45,9 @@ const (
 	journalRetryMax = 5 * time.Second
 )
 
-// maxBacklog bounds the observations kept while the journal fails.
-const maxBacklog = 4096
+// maxBacklog bounds the observations kept while the journal fails (a
+// variable for tests).
+var maxBacklog = 4096
 
 // JournalHead is what the Manager needs, beyond Journal, to resume after a
 // failed append: the last seq the journal holds of session (0 for none).
@@ -110,13 +113,17 @@ func (e *DegradedError) Unwrap() []error { return []error{ErrJournal, e.Err} }
 // outage is the Manager's record of a failing journal, owned by the holder
 // of procMu.
 type outage struct {
-	since    time.Time
-	err      error // the first failure
-	attempts int
-	next     time.Time
-	final    bool
-	backlog  []*request // observations to journal on resume, in arrival order
-	dropped  int
+	since     time.Time
+	err       error // the first failure
+	attempts  int
+	next      time.Time
+	final     bool
+	backlog   []*request // observations to journal on resume, in arrival order
+	dropped   int        // past maxBacklog
+	coalesced int        // listings superseded by a later one
+	// lostRelaxed counts relaxed records the journal did not store and
+	// the Manager no longer holds.
+	lostRelaxed int
 }
 
 // refusal returns the error a refused input gets.
@@ -124,13 +131,40 @@ func (o *outage) refusal(kept bool) error {
 	return &DegradedError{Since: o.since, Err: o.err, NextRetry: o.next, Final: o.final, Kept: kept}
 }
 
-// keep adds r, an observation, to the backlog, or counts it as dropped.
+// keep adds r, an observation, to the backlog. A listing (tools,
+// resources, prompts) replaces the server's earlier one of its kind, which
+// it supersedes: it is counted as coalesced and moves to the end, so that
+// a server that keeps announcing changes holds one place. Past maxBacklog
+// r is dropped and counted; lifecycle observations cannot get there (a
+// connection reports its end once, and no connection starts meanwhile),
+// so what is dropped is a flood of one kind (ping failures, say).
 func (o *outage) keep(r *request) {
+	if listing(r.ev.Kind) {
+		if i := slices.IndexFunc(o.backlog, func(b *request) bool { return b.ev.Kind == r.ev.Kind && b.ev.Server == r.ev.Server }); i >= 0 {
+			o.backlog = slices.Delete(o.backlog, i, i+1)
+			o.coalesced++
+		}
+	}
 	if len(o.backlog) >= maxBacklog {
 		o.dropped++
 		return
 	}
 	o.backlog = append(o.backlog, &request{ev: r.ev, durable: true, conn: r.conn})
+}
+
+// listing reports whether kind is a listing a later one supersedes.
+func listing(kind events.Kind) bool {
+	return kind == events.KindToolsListed || kind == events.KindResourcesListed || kind == events.KindPromptsListed
+}
+
+// keptErr is refusal err (a *DegradedError) for an input that is kept.
+func keptErr(err error) error {
+	if de, ok := err.(*DegradedError); ok {
+		kept := *de
+		kept.Kept = true
+		return &kept
+	}
+	return err
 }
 
 // observation reports whether r records something that happened in the
@@ -185,18 +219,20 @@ func (m *Manager) degrade(err error, batch []*request, errs []result, held []eve
 }
 
 // refuseDegraded answers a batch that arrived while the journal fails:
-// barriers run, observations are kept, callers are refused.
+// observations are kept, callers are refused, and then the barriers run
+// (they journal nothing; one may resume the journal: see lastRetry).
 func (m *Manager) refuseDegraded(batch []*request) {
 	for _, r := range batch {
-		if r.noEvent {
-			if r.prepare != nil {
-				r.prepare() // a barrier journals nothing: it still runs
-			}
-			continue
+		if !r.noEvent {
+			m.refuseOne(r)
 		}
-		m.refuseOne(r)
 	}
 	m.setDegraded()
+	for _, r := range batch {
+		if r.noEvent && r.prepare != nil {
+			r.prepare()
+		}
+	}
 }
 
 // refuseOne keeps r if it is an observation and refuses its caller.
@@ -209,6 +245,31 @@ func (m *Manager) refuseOne(r *request) {
 		r.reply <- result{err: m.deg.refusal(kept)}
 	}
 }
+
+// laterFailed returns the error of the last relaxed append if it has
+// failed, without waiting: a relaxed flush that failed degrades the
+// Manager before the next batch, so that relaxed calls are refused too.
+func (m *Manager) laterFailed() error {
+	if m.lastLater == nil {
+		return nil
+	}
+	err := m.lastLater(endedCtx)
+	switch {
+	case errors.Is(err, context.Canceled) && endedCtx.Err() == err:
+		return nil // still pending
+	case err == nil:
+		m.flushed = nil // committed, and every append before it
+	}
+	return err
+}
+
+// endedCtx is a context that has ended: waiting with it only reads an
+// outcome that is already there.
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // lastLaterErr returns the error of the last relaxed append, waiting for
 // it a little: nil if it committed or is still pending.
@@ -260,14 +321,13 @@ func (m *Manager) retryJournal() {
 	ctx, cancel := context.WithTimeout(m.ctx, journalRetryMax)
 	defer cancel()
 	if m.lastLater != nil {
-		if err := m.lastLater(ctx); ctx.Err() != nil {
+		// Settle it first: what it stored, if anything, is read below.
+		if _ = m.lastLater(ctx); ctx.Err() != nil {
 			fail(fmt.Errorf("waiting for the last relaxed append: %w", ctx.Err()))
 			return
-		} else if err == nil {
-			m.lastLater = nil
 		}
 	}
-	lost := 0
+	var relaxed []*request // relaxed records handed over and not stored
 	if h, ok := m.j.(JournalHead); ok {
 		last, err := h.LastSeq(ctx, m.sid)
 		switch {
@@ -281,20 +341,30 @@ func (m *Manager) retryJournal() {
 			return
 		case last < m.lastSeq:
 			// Only relaxed call records ride without a durable answer:
-			// those the journal lost were never acknowledged.
-			lost, m.lastSeq = int(m.lastSeq-last), last
-			m.lastLater = nil
+			// those handed over since the last commit seen are kept,
+			// ahead of the backlog (they happened first); any other is
+			// counted as lost.
+			for _, e := range m.flushed {
+				if e.Seq > last {
+					relaxed = append(relaxed, &request{ev: events.Event{Kind: e.Kind, Server: e.Server, Payload: e.Payload}, durable: true})
+				}
+			}
+			o.lostRelaxed += int(m.lastSeq-last) - len(relaxed)
+			m.lastSeq = last
 		}
 	}
+	m.flushed = nil
 	now := time.Now()
+	o.backlog = append(relaxed, o.backlog...)
 	e := events.Event{Session: m.sid, Seq: m.lastSeq + 1, ID: events.NewID(), Time: now.UnixNano(), Kind: events.KindJournalResumed,
 		Payload: &events.JournalResumed{Since: o.since.UnixNano(), Until: now.UnixNano(), Error: o.err.Error(), Attempts: o.attempts,
-			Backlog: len(o.backlog), Dropped: o.dropped, LostRelaxed: lost}}
+			Backlog: len(o.backlog), Coalesced: o.coalesced, Dropped: o.dropped, LostRelaxed: o.lostRelaxed}}
 	if err := m.j.Append(ctx, m.sid, []events.Event{e}); err != nil {
 		fail(err)
 		return
 	}
-	m.log.Info("journal resumed", "since", o.since, "attempts", o.attempts, "backlog", len(o.backlog), "dropped", o.dropped, "lost_relaxed", lost)
+	m.lastLater = nil // settled above
+	m.log.Info("journal resumed", "since", o.since, "attempts", o.attempts, "backlog", len(o.backlog), "dropped", o.dropped, "lost_relaxed", o.lostRelaxed)
 	m.lastSeq++
 	m.set.Apply(e)
 	m.deg = nil
@@ -313,6 +383,15 @@ func (m *Manager) retryJournal() {
 		return
 	}
 	m.publish(buildView(m.sid, m.lastSeq, m.set, m.conns, m.state))
+}
+
+// lastRetry retries a failing journal at once, on the loop, before
+// Shutdown journals the stop: space may have come back since the last
+// retry.
+func (m *Manager) lastRetry() {
+	if m.deg != nil && !m.deg.final {
+		m.retryJournal()
+	}
 }
 
 // retryDelay is the wait before retry attempt+1.

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -346,5 +347,93 @@ func TestNewRefusesDeciderOutOfRange(t *testing.T) {
 	opts.Decider.StormLimit = fsm.MaxStormLimit + 1
 	if _, err := runtime.New(adapter, opts); !errors.Is(err, fsm.ErrOptions) {
 		t.Fatalf("New with storm limit %d: %v, want fsm.ErrOptions", opts.Decider.StormLimit, err)
+	}
+}
+
+// TestRelaxedFlushFailureKeepsTheRecords: in Relaxed mode a call is
+// answered before its records are journaled, and nothing durable need
+// follow. When the hand-over of those records fails, the next call's
+// record finds it: the Manager is degraded. That call, already on its
+// way, runs, but its result is withheld (its outcome is kept); the next
+// is refused and never sent. No record of a call that ran is lost: on
+// resume the records handed over and those kept follow journal.resumed,
+// and the session replays.
+func TestRelaxedFlushFailureKeepsTheRecords(t *testing.T) {
+	f := startFaulty(t, runtime.Relaxed)
+	m, ctx := f.m, t.Context()
+	f.fj.failOn(events.KindCallStarted)
+	if r, err := m.CallTool(ctx, "mcp__mem__echo", map[string]any{"message": "first"}); err != nil || textOf(t, r) != "first" {
+		t.Fatalf("relaxed call: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if refused, _ := f.fj.counts(); refused > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the held records were not handed to the journal within 10 s")
+		}
+	}
+	_, err := m.CallTool(ctx, "mcp__mem__echo", map[string]any{"message": "second"})
+	if !isJournalErr(err) || !strings.Contains(err.Error(), "kept") {
+		t.Errorf("the call that found the relaxed records failed: %v, want a DegradedError that says its outcome is kept", err)
+	}
+	if h := m.Snapshot().Journal; !h.Degraded || h.Error != errDiskFull.Error() {
+		t.Errorf("journal health %+v, want degraded by %v", h, errDiskFull)
+	}
+	if _, err := m.CallTool(ctx, "mcp__mem__echo", map[string]any{"message": "refused"}); !isJournalErr(err) {
+		t.Errorf("relaxed call while degraded: %v", err)
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("mem received %d tools/call, want 2: a call refused while degraded was sent, or one on its way was not", n)
+	}
+
+	f.fj.heal()
+	waitFor(t, m, "the journal resumed", func(v *runtime.View) bool { return !v.Journal.Degraded })
+	if err := m.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	evs := sessionEvents(t, f.j, m.Session())
+	i := slices.IndexFunc(evs, func(e events.Event) bool { return e.Kind == events.KindJournalResumed })
+	if i < 0 {
+		t.Fatalf("no journal.resumed:\n%s", dumpEvents(evs))
+	}
+	if p := evs[i].Payload.(*events.JournalResumed); p.LostRelaxed != 0 || p.Backlog != 4 {
+		t.Errorf("journal.resumed %+v: want the 4 records of the 2 calls kept, none lost", p)
+	}
+	var got []string
+	for _, e := range evs[i+1:] {
+		switch p := e.Payload.(type) {
+		case *events.CallStarted:
+			got = append(got, "started "+p.Args.Text)
+		case *events.CallFinished:
+			got = append(got, "finished "+p.Outcome)
+		}
+	}
+	if want := []string{`started {"message":"first"}`, "finished ok", `started {"message":"second"}`, "finished ok"}; !slices.Equal(got, want) {
+		t.Errorf("call records after journal.resumed: %q, want %q", got, want)
+	}
+	if err := replay.Verify(ctx, f.j, m.Session()); err != nil {
+		t.Errorf("the session does not replay: %v", err)
+	}
+}
+
+// TestCloseRetriesTheJournal: Close right after space returns, before the
+// next retry is due, resumes the journal first: its stop is journaled and
+// Close reports no error.
+func TestCloseRetriesTheJournal(t *testing.T) {
+	f := startFaulty(t, runtime.Audit)
+	m, ctx := f.m, t.Context()
+	f.fj.failOn("")
+	if err := m.Reconnect(ctx, "mem"); !isJournalErr(err) {
+		t.Fatalf("Reconnect with the append failing: %v", err)
+	}
+	f.fj.heal()
+	if err := m.Close(); err != nil {
+		t.Errorf("Close after the journal healed: %v", err)
+	}
+	evs := sessionEvents(t, f.j, m.Session())
+	i := slices.IndexFunc(evs, func(e events.Event) bool { return e.Kind == events.KindJournalResumed })
+	if i < 0 || !slices.ContainsFunc(evs[i:], func(e events.Event) bool { return e.Kind == events.KindSessionStopped }) {
+		t.Errorf("want journal.resumed, then session.stopped:\n%s", dumpEvents(evs))
 	}
 }

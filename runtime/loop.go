@@ -38,12 +38,16 @@ func (m *Manager) submit(ctx context.Context, server string, p events.Payload, d
 		if !m.started.Load() {
 			return result{}, ErrNotStarted
 		}
-		if err := m.journalErr.Load(); err != nil { // degraded: the call must not be sent
-			return result{}, *err
+		jerr := m.journalErr.Load()
+		if jerr != nil && r.ev.Kind != events.KindCallFinished { // degraded: the call must not be sent
+			return result{}, *jerr
 		}
 		m.queued.Add(1)
 		select {
 		case m.inbox <- r:
+			if jerr != nil { // the outcome of a call sent: kept for the journal, withheld from the caller
+				return result{}, keptErr(*jerr)
+			}
 			return result{}, nil
 		case <-m.loopDone:
 		case <-ctx.Done():
@@ -214,6 +218,11 @@ func (m *Manager) failWaiting() {
 // one commit, applies them, publishes the view, starts effects, and
 // answers the requests.
 func (m *Manager) process(batch []*request) {
+	if m.deg == nil {
+		if err := m.laterFailed(); err != nil {
+			m.degrade(err, nil, nil, nil)
+		}
+	}
 	if m.deg != nil {
 		m.refuseDegraded(batch)
 		return
@@ -290,6 +299,9 @@ func (m *Manager) process(batch []*request) {
 			m.degrade(err, batch, results, held)
 			return
 		}
+		if durable {
+			m.flushed = nil // the journal holds every seq before this batch's
+		}
 	}
 	m.state, m.lastSeq = scratch, seq
 	m.checkpointDue()
@@ -332,6 +344,7 @@ func (m *Manager) flushHeld() {
 		return
 	}
 	m.lastLater = m.j.AppendLater(m.sid, m.held)
+	m.flushed = append(m.flushed, m.held...)
 	m.held = nil
 }
 

@@ -87,6 +87,7 @@ type Manager struct {
 	deg       *outage // set while the journal refuses appends (degraded.go)
 	lastLater func(context.Context) error
 	held      []events.Event // relaxed records not yet handed to the journal (see hold)
+	flushed   []events.Event // relaxed records handed to the journal, their commit not yet seen
 	heldSince time.Time      // when the oldest of held was decided
 	history   history
 	world     *fakeWorld // set only by Reenact: effects are recorded, not run
