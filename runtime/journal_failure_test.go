@@ -437,3 +437,23 @@ func TestCloseRetriesTheJournal(t *testing.T) {
 		t.Errorf("want journal.resumed, then session.stopped:\n%s", dumpEvents(evs))
 	}
 }
+
+// TestStartRefusedByTheJournal: when the session's first record cannot be
+// journaled, Start fails with the journal's error and says to start again
+// (its caller gives up on the Manager: no promise of a retry).
+func TestStartRefusedByTheJournal(t *testing.T) {
+	_, adapter := openJournal(t)
+	fj := &faultJournal{storeJournal: adapter}
+	fj.failOn(events.KindSessionStarted)
+	opts := fastOpts(configOf())
+	opts.InProcess = map[string]*mcp.Server{"mem": echoServer("mem")}
+	m, err := runtime.New(fj, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	_, err = m.Start(t.Context())
+	if !errors.Is(err, runtime.ErrJournal) || !errors.Is(err, errDiskFull) || !strings.Contains(err.Error(), "start again") || strings.Contains(err.Error(), "retries") {
+		t.Errorf("Start with the journal failing: %v, want ErrJournal wrapping %v that says to start again", err, errDiskFull)
+	}
+}

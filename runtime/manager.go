@@ -234,12 +234,12 @@ func (m *Manager) start(ctx context.Context) (StartReport, error) {
 	opts := fsm.WithDefaults(m.opts.Decider)
 	if _, err := m.submit(ctx, "", &events.SessionStarted{Seed: seed, Build: m.opts.Build, Version: m.opts.Version,
 		PID: os.Getpid(), Host: host, Command: m.opts.Command, Options: opts, Previous: m.history.previous}, true); err != nil {
-		return rep, err
+		return rep, startErr(err)
 	}
 	lc := m.opts.Config()
 	res, err := m.observeLoaded(ctx, "start", lc)
 	if err != nil {
-		return rep, err
+		return rep, startErr(err)
 	}
 	if m.opts.Watch {
 		last := lc.Observed
@@ -269,6 +269,17 @@ func (m *Manager) start(ctx context.Context) (StartReport, error) {
 	}
 	rep.Elapsed = time.Since(t0)
 	return rep, nil
+}
+
+// startErr is err, Start's failure to journal the session's first
+// records; a caller that gives up on Start should not be told the journal
+// is retried.
+func startErr(err error) error {
+	var de *DegradedError
+	if errors.As(err, &de) {
+		return fmt.Errorf("%w: the session could not start (%w); free disk space, or fix the journal, and start again", ErrJournal, de.Err)
+	}
+	return err
 }
 
 // waitGate waits until the startup gate may close (see Start).
