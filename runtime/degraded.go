@@ -186,9 +186,9 @@ func observation(r *request) bool {
 }
 
 // degrade enters (or extends) the outage after an append of batch failed
-// with err; held are the relaxed records that append carried, and errs
-// the batch's own refusals (by the decider). Observations are kept, every
-// waiting caller is refused.
+// with err; held are the relaxed records that append carried (those still
+// held join them), and errs the batch's own refusals (by the decider).
+// Observations are kept, every waiting caller is refused.
 func (m *Manager) degrade(err error, batch []*request, errs []result, held []events.Event) {
 	if m.lastLater != nil { // a relaxed commit that failed first is the cause
 		if lerr := m.lastLaterErr(); lerr != nil {
@@ -200,8 +200,9 @@ func (m *Manager) degrade(err error, batch []*request, errs []result, held []eve
 		m.deg = &outage{since: now, err: err, next: now.Add(journalRetryMin)}
 		m.log.Error("journal append failed; refusing work and retrying", "err", err)
 	}
-	// The held records' seqs were taken: they are journaled afresh, after
-	// journal.resumed.
+	// The held records' seqs were taken, the last ones: they are
+	// journaled afresh, after journal.resumed.
+	held, m.held = append(held, m.held...), nil
 	m.lastSeq -= uint64(len(held))
 	for _, e := range held {
 		m.deg.keep(&request{ev: events.Event{Kind: e.Kind, Server: e.Server, Payload: e.Payload}})
@@ -383,6 +384,26 @@ func (m *Manager) retryJournal() {
 		return
 	}
 	m.publish(buildView(m.sid, m.lastSeq, m.set, m.conns, m.state))
+}
+
+// awaitJournal waits until the journal takes appends again. It reports
+// false if ctx ends first, or the Manager cannot resume (Final).
+func (m *Manager) awaitJournal(ctx context.Context) bool {
+	views, cancel := m.Subscribe()
+	defer cancel()
+	for {
+		select {
+		case v := <-views:
+			switch {
+			case !v.Journal.Degraded:
+				return true
+			case v.Journal.Final:
+				return false
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // lastRetry retries a failing journal at once, on the loop, before

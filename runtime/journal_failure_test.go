@@ -24,6 +24,7 @@ import (
 	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/replay"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -455,5 +456,48 @@ func TestStartRefusedByTheJournal(t *testing.T) {
 	_, err = m.Start(t.Context())
 	if !errors.Is(err, runtime.ErrJournal) || !errors.Is(err, errDiskFull) || !strings.Contains(err.Error(), "start again") || strings.Contains(err.Error(), "retries") {
 		t.Errorf("Start with the journal failing: %v, want ErrJournal wrapping %v that says to start again", err, errDiskFull)
+	}
+}
+
+// TestConfigChangeWhileDegraded: a config file edited while the journal
+// fails is not lost: its reading is refused (nothing of it acted on), and
+// once the journal resumes the watcher reads the file again and journals
+// it, and the added server starts.
+func TestConfigChangeWhileDegraded(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	j, adapter := openJournal(t)
+	fj := &faultJournal{storeJournal: adapter}
+	w := newWorkspace(t)
+	w.flagFile(map[string]any{"a": srv(bin)})
+	m, err := runtime.New(fj, w.opts(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if rep, err := m.Start(t.Context()); err != nil || len(rep.Ready) != 1 {
+		t.Fatalf("start %v %+v", err, rep)
+	}
+	fj.failOn("")
+	w.flagFile(map[string]any{"a": srv(bin), "b": srv(bin)})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if refused, _ := fj.counts(); refused > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the edit was not read within 10 s")
+		}
+	}
+	if _, ok := m.Snapshot().Server("b"); ok {
+		t.Error("a server added while the journal failed is in the status")
+	}
+	fj.heal()
+	waitFor(t, m, "b ready after the journal resumed", func(v *runtime.View) bool { return state(v, "b").State == events.StateReady })
+	evs := sessionEvents(t, j, m.Session())
+	i := slices.IndexFunc(evs, func(e events.Event) bool { return e.Kind == events.KindJournalResumed })
+	if i < 0 || !slices.ContainsFunc(evs[i:], func(e events.Event) bool {
+		c, ok := e.Payload.(*events.ConfigObserved)
+		return ok && c.Trigger == "watch" && len(c.Servers) == 2
+	}) {
+		t.Errorf("want the edited config journaled after journal.resumed:\n%s", dumpEvents(evs))
 	}
 }

@@ -227,6 +227,7 @@ func (m *Manager) process(batch []*request) {
 		m.refuseDegraded(batch)
 		return
 	}
+	specs := m.specs // a config reading's prepare replaces them: restored if the batch fails
 	// Call records change no decider state (fsm.Evolve ignores them), so
 	// a batch of only those decides on m.state itself: the clone, of every
 	// server's state, is made only before the first other input.
@@ -296,6 +297,7 @@ func (m *Manager) process(batch []*request) {
 		if err != nil {
 			// Nothing of the batch is applied or acted on: its
 			// observations wait for the journal, its callers are refused.
+			m.specs = specs
 			m.degrade(err, batch, results, held)
 			return
 		}
