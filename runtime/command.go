@@ -106,10 +106,12 @@ func (m *Manager) Shutdown(by string) error {
 		}
 		m.cancel()
 		<-m.loopDoneOrClosed()
-		if m.deg != nil && (len(m.deg.backlog) > 0 || m.deg.dropped > 0) { // the loop has ended: m.deg is ours
+		m.procMu.Lock()
+		if o := m.deg; o != nil && (len(o.backlog) > 0 || o.dropped > 0) {
 			m.log.Error("the journal failed until the end: observations were never journaled",
-				"backlog", len(m.deg.backlog), "dropped", m.deg.dropped, "since", m.deg.since, "err", m.deg.err)
+				"backlog", len(o.backlog), "dropped", o.dropped, "since", o.since, "err", o.err)
 		}
+		m.procMu.Unlock()
 		// The loop has ended: its connections are ours now. Anything the
 		// stop decision did not reach is killed.
 		for name, c := range m.conns {
