@@ -199,6 +199,10 @@ func (m *Manager) degrade(err error, batch []*request, errs []result, held []eve
 		now := time.Now()
 		m.deg = &outage{since: now, err: err, next: now.Add(journalRetryMin)}
 		m.log.Error("journal append failed; refusing work and retrying", "err", err)
+		select { // a direct submitter's failure: the loop must arm the retry
+		case m.wake <- struct{}{}:
+		default:
+		}
 	}
 	// The held records' seqs were taken, the last ones: they are
 	// journaled afresh, after journal.resumed.
@@ -207,28 +211,14 @@ func (m *Manager) degrade(err error, batch []*request, errs []result, held []eve
 	for _, e := range held {
 		m.deg.keep(&request{ev: events.Event{Kind: e.Kind, Server: e.Server, Payload: e.Payload}})
 	}
-	for i, r := range batch {
-		switch {
-		case r.noEvent:
-		case errs[i].err != nil && r.reply != nil:
-			r.reply <- errs[i] // refused by the decider: never for the journal
-		default:
-			m.refuseOne(r)
-		}
-	}
-	m.setDegraded()
+	m.refuseAll(batch, errs)
 }
 
 // refuseDegraded answers a batch that arrived while the journal fails:
 // observations are kept, callers are refused, and then the barriers run
 // (they journal nothing; one may resume the journal: see lastRetry).
 func (m *Manager) refuseDegraded(batch []*request) {
-	for _, r := range batch {
-		if !r.noEvent {
-			m.refuseOne(r)
-		}
-	}
-	m.setDegraded()
+	m.refuseAll(batch, nil)
 	for _, r := range batch {
 		if r.noEvent && r.prepare != nil {
 			r.prepare()
@@ -236,14 +226,29 @@ func (m *Manager) refuseDegraded(batch []*request) {
 	}
 }
 
-// refuseOne keeps r if it is an observation and refuses its caller.
-func (m *Manager) refuseOne(r *request) {
-	kept := observation(r)
-	if kept {
-		m.deg.keep(r)
+// refuseAll keeps the observations of batch, publishes the outage, and only
+// then answers the callers (one that waits for the journal to resume sees
+// it failing). errs, if not nil, holds the decider's own refusals, which
+// their callers get instead.
+func (m *Manager) refuseAll(batch []*request, errs []result) {
+	kept := make([]bool, len(batch))
+	for i, r := range batch {
+		if r.noEvent || errs != nil && errs[i].err != nil {
+			continue
+		}
+		if kept[i] = observation(r); kept[i] {
+			m.deg.keep(r)
+		}
 	}
-	if r.reply != nil {
-		r.reply <- result{err: m.deg.refusal(kept)}
+	m.setDegraded()
+	for i, r := range batch {
+		switch {
+		case r.reply == nil:
+		case errs != nil && errs[i].err != nil:
+			r.reply <- errs[i] // refused by the decider: never for the journal
+		default:
+			r.reply <- result{err: m.deg.refusal(kept[i])}
+		}
 	}
 }
 

@@ -501,3 +501,40 @@ func TestConfigChangeWhileDegraded(t *testing.T) {
 		t.Errorf("want the edited config journaled after journal.resumed:\n%s", dumpEvents(evs))
 	}
 }
+
+// TestCallOutcomeKeptWhileDegraded: an audited call whose call.started was
+// journaled has run when its call.finished is refused: the caller gets no
+// result (nothing not durable is shown as done), only an error saying the
+// outcome is kept; once the journal resumes, the call.finished follows
+// journal.resumed, so the call is not left without an outcome.
+func TestCallOutcomeKeptWhileDegraded(t *testing.T) {
+	f := startFaulty(t, runtime.Audit)
+	m, ctx := f.m, t.Context()
+	f.fj.failOn(events.KindCallFinished)
+	r, err := m.CallTool(ctx, "mcp__mem__echo", map[string]any{"message": "ran"})
+	if !isJournalErr(err) || !strings.Contains(err.Error(), "kept") || r != nil {
+		t.Fatalf("call whose call.finished was refused: %+v, %v; want no result and a DegradedError saying the outcome is kept", r, err)
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("mem received %d tools/call, want 1", n)
+	}
+	f.fj.heal()
+	waitFor(t, m, "the journal resumed", func(v *runtime.View) bool { return !v.Journal.Degraded })
+	evs := sessionEvents(t, f.j, m.Session())
+	i := slices.IndexFunc(evs, func(e events.Event) bool { return e.Kind == events.KindJournalResumed })
+	var started string
+	for _, e := range evs[:max(i, 0)] {
+		if p, ok := e.Payload.(*events.CallStarted); ok {
+			started = p.CallID
+		}
+	}
+	if i < 0 || started == "" || !slices.ContainsFunc(evs[i:], func(e events.Event) bool {
+		p, ok := e.Payload.(*events.CallFinished)
+		return ok && p.CallID == started && p.Outcome == events.OutcomeOK
+	}) {
+		t.Errorf("want call.started before journal.resumed and its call.finished ok after:\n%s", dumpEvents(evs))
+	}
+	if err := replay.Verify(ctx, f.j, m.Session()); err != nil {
+		t.Errorf("the session does not replay: %v", err)
+	}
+}

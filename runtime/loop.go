@@ -174,6 +174,8 @@ func (m *Manager) loop() {
 			holdDue = true
 		case <-retryC:
 			retryDue = true
+		case <-m.wake:
+			continue // re-arm: the journal failed on a direct submitter's append
 		case <-m.ctx.Done():
 			m.procMu.Lock()
 			m.flushHeld()

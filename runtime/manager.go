@@ -41,6 +41,9 @@ type Manager struct {
 
 	inbox    chan *request
 	loopDone chan struct{}
+	// wake makes the loop re-arm its timers: a direct submitter that
+	// degraded the Manager needs the retry timer armed (buffered, 1).
+	wake chan struct{}
 	// procMu is held by whoever decides and journals: the loop goroutine,
 	// or a caller taking the direct path (see submitDirect). queued counts
 	// the requests sent to inbox and not yet processed; loopEnded is set,
@@ -130,7 +133,7 @@ func New(j Journal, opts *Options) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	callCtx, callCancel := context.WithCancel(context.Background())
 	m := &Manager{j: j, opts: o, log: o.Logger, sid: uuid.Must(uuid.NewV7()), ctx: ctx, cancel: cancel,
-		inbox: make(chan *request, 256), loopDone: make(chan struct{}), callCtx: callCtx, callCancel: callCancel,
+		inbox: make(chan *request, 256), loopDone: make(chan struct{}), wake: make(chan struct{}, 1), callCtx: callCtx, callCancel: callCancel,
 		subs: map[chan *View]struct{}{}, set: projections.NewSet(), conns: map[string]*conn{},
 		specs: map[string]config.Spec{}, reaper: newReaper(o.ShimPath, o.Logger)}
 	m.view.Store(&View{Session: m.sid, index: map[string]int{}, live: map[string]*conn{}, state: map[string]projections.ServerStatus{}})
