@@ -74,8 +74,10 @@ type statusJSON struct {
 		Backlog   int       `json:"backlog"`
 	} `json:"journal"`
 	Servers []struct {
-		Name  string `json:"name"`
-		State string `json:"state"`
+		Name    string `json:"name"`
+		State   string `json:"state"`
+		Attempt int    `json:"attempt"`
+		PID     int    `json:"pid"`
 	} `json:"servers"`
 }
 
@@ -93,11 +95,12 @@ func readStatus(t *testing.T, jp string) statusJSON {
 // system that fills up. The call that finds the disk full fails with
 // ENOSPC and says the journal is retried; `status` (text and --json, from
 // the running process) says degraded, why and since when; calls and
-// commands are refused meanwhile. Once space is freed, without a restart,
-// the journal resumes by itself: call, reconnect and reload work again.
-// After run ends: every answered call has its call.finished ok,
-// journal.resumed records the outage, and verify and replay --verify
-// pass.
+// commands are refused meanwhile. The server's process is killed
+// meanwhile: its exit is kept, not acted on. Once space is freed, without
+// a restart, the journal resumes by itself: the exit is journaled after
+// journal.resumed and the server relaunched, and call, reconnect and
+// reload work again. After run ends: every answered call has its
+// call.finished ok, and verify and replay --verify pass.
 func TestJournalDiskFull(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a file system and runs mcpledger for seconds; skipped under -short")
@@ -167,10 +170,26 @@ func TestJournalDiskFull(t *testing.T) {
 	if r := runCLI(t, "reconnect", "good", "--journal", jp); r.err == nil || !strings.Contains(r.err.Error(), "retries") {
 		t.Errorf("reconnect with the disk full: %v", r.err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); readStatus(t, jp).Journal.Attempts < 2; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the journal was not retried twice within 10 s")
+	// The server dies while the disk is full: its exit is kept, and it
+	// is not relaunched (nothing decided is acted on).
+	pid := st.Servers[0].PID
+	if pid <= 0 {
+		t.Fatalf("good has no pid: %+v", st.Servers)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st = readStatus(t, jp)
+		if st.Journal.Attempts >= 2 && st.Journal.Backlog > 0 {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want 2 retries and the exit kept within 10 s: %+v", st.Journal)
+		}
+	}
+	if s := st.Servers[0]; s.State != string(events.StateReady) || s.Attempt != 1 {
+		t.Errorf("good while the disk is full, after its process died: %+v, want as last journaled (ready, attempt 1)", s)
 	}
 
 	// Space returns: the journal resumes within the longest backoff.
@@ -185,6 +204,15 @@ func TestJournalDiskFull(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	resumedIn := time.Since(t0)
+	// The kept exit is journaled and decided: good is relaunched.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if st := readStatus(t, jp); st.Servers[0].State == string(events.StateReady) && st.Servers[0].Attempt >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("good was not relaunched after the journal resumed: %+v", readStatus(t, jp).Servers)
+		}
+	}
 	if err := call("after-resume"); err != nil {
 		t.Errorf("call after the journal resumed: %v", err)
 	}
@@ -194,7 +222,7 @@ func TestJournalDiskFull(t *testing.T) {
 		}
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if st := readStatus(t, jp); len(st.Servers) == 1 && st.Servers[0].State == string(events.StateReady) {
+		if st := readStatus(t, jp); len(st.Servers) == 1 && st.Servers[0].State == string(events.StateReady) && st.Servers[0].PID != pid {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -233,7 +261,11 @@ func TestJournalDiskFull(t *testing.T) {
 	started := map[string]string{} // call ID → message
 	ok := map[string]bool{}        // message → finished ok
 	var resumed []*events.JournalResumed
+	exitAfterResume := false
 	err = j.ReadSession(t.Context(), ss[0].Session, 1, func(e events.Event) error {
+		if p, ok := e.Payload.(*events.ProcessExited); ok && p.PID == pid {
+			exitAfterResume = len(resumed) == 1
+		}
 		switch p := e.Payload.(type) {
 		case *events.CallStarted:
 			var a struct{ Message string }
@@ -262,6 +294,9 @@ func TestJournalDiskFull(t *testing.T) {
 	}
 	if ok["refused"] {
 		t.Error("the call refused while the disk was full is journaled as done")
+	}
+	if !exitAfterResume {
+		t.Error("the exit of good's process while the disk was full is not journaled after journal.resumed")
 	}
 	if len(resumed) != 1 || !strings.Contains(resumed[0].Error, "no space left on device") || resumed[0].Attempts < 2 {
 		t.Errorf("journal.resumed records %+v, want one naming ENOSPC after 2 retries or more", resumed)
