@@ -244,10 +244,13 @@ func TestJournalDiskFull(t *testing.T) {
 		t.Fatal("run did not end within 15 s of SIGINT")
 	}
 
-	for _, args := range [][]string{{"verify"}, {"replay", "last", "--verify"}} {
+	for _, args := range [][]string{{"verify"}, {"replay", "last", "--verify"}, {"timeline", "last", "-o", "-"}, {"why", "mcp__good__echo"}} {
 		if r := runCLI(t, append(args, "--journal", jp)...); r.err != nil {
 			t.Errorf("%s after the outage: %v\n%s", args[0], r.err, r.stdout)
 		}
+	}
+	if r := runCLI(t, "log", "--kind", "journal.resumed", "--journal", jp); r.err != nil || !strings.Contains(r.stdout, "no space left on device") {
+		t.Errorf("log --kind journal.resumed: %v\n%s", r.err, r.stdout)
 	}
 	j, err := store.Open(jp, &store.Options{ReadOnly: true})
 	if err != nil {
