@@ -21,15 +21,20 @@ import (
 //     discarded with it, and no effect starts until the journal resumes.
 //   - Commands and calls are refused with a *DegradedError that says why
 //     and that the journal is retried; a call whose call.started cannot be
-//     journaled is never sent, in either durability (see submit).
+//     journaled is never sent, in either durability (see submit). Relaxed
+//     calls are refused too: Relaxed trades when a record is durable, not
+//     whether it is written, and a call run meanwhile would stay
+//     unrecorded for the whole outage.
 //   - Observations of the world (exits, handshakes, listings, timers, the
 //     outcome of a call already sent, a relaxed call record) are kept, in
-//     the order they arrived, up to maxBacklog; past it they are counted
-//     as dropped.
+//     the order they arrived, up to maxBacklog (see keep). The caller of a
+//     kept outcome gets no result, only the refusal: it is not durable.
 //   - The loop retries the journal after journalRetryMin, doubling up to
 //     journalRetryMax. A retry first settles what the journal holds of the
-//     session (JournalHead), then appends journal.resumed, then the kept
-//     observations, decided afresh on the state the journal holds.
+//     session (JournalHead): relaxed records handed over since the last
+//     commit seen and not stored are kept too. It then appends
+//     journal.resumed, then the kept observations, decided afresh on the
+//     state the journal holds.
 //
 // A failed commit may still have reached the file (bbolt writes the meta
 // page, then fsyncs: the fsync may fail after it). Then the journal holds
