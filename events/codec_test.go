@@ -64,6 +64,8 @@ func sample() []Event {
 		&ToolsChanged{Changed: []ToolChange{{Name: "search", Pinned: "a", Listed: "b"}, {Name: "new", Listed: "c"}}},
 		&JournalArchived{File: "journal-archive-000000000000099.db", Through: 99, From: 1, Digest: "ab12", Cutoff: 1_690_000_000_000_000_000,
 			Sessions: []ArchivedSession{{Session: "0190f5a2-7d3c-7a10-8000-000000000000", Events: 99, Head: "cd34"}}},
+		&JournalResumed{Since: 1_700_000_000_000_000_000, Until: 1_700_000_001_000_000_000, Error: "write journal.db: no space left on device",
+			Attempts: 7, Backlog: 3, Coalesced: 4, Dropped: 1, LostRelaxed: 2},
 	}
 	sid := uuid.MustParse("0190f5a2-7d3c-7a10-8000-000000000001")
 	out := make([]Event, len(ps))
@@ -97,7 +99,7 @@ func TestEveryKindHasSample(t *testing.T) {
 			inputs++
 		}
 	}
-	if inputs != 22 || len(Kinds())-inputs != 8 {
+	if inputs != 23 || len(Kinds())-inputs != 8 {
 		t.Errorf("inputs=%d decisions=%d", inputs, len(Kinds())-inputs)
 	}
 }

@@ -36,6 +36,10 @@ const (
 	// KindJournalArchived: `mcpledger archive` (or run --retain) moved the
 	// journal's oldest sessions into a sealed archive file.
 	KindJournalArchived Kind = "journal.archived"
+	// KindJournalResumed: the journal refused appends for a while (disk
+	// full, an I/O error) and accepts them again; the outage's first
+	// record after the gap.
+	KindJournalResumed Kind = "journal.resumed"
 )
 
 // Decisions: what fsm.Decide concluded from an input.
@@ -58,7 +62,7 @@ func Kinds() []Kind {
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
 		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped,
-		KindJournalArchived,
+		KindJournalArchived, KindJournalResumed,
 		KindSessionStopped, KindReloadDecided, KindAdmissionDecided, KindServerTransitioned,
 		KindTimerScheduled, KindApprovalRequested, KindToolsPinned, KindToolsChanged,
 	}
@@ -74,7 +78,7 @@ func (k Kind) IsInput() bool {
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
 		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped,
-		KindJournalArchived:
+		KindJournalArchived, KindJournalResumed:
 		return true
 	}
 	return false
@@ -147,6 +151,8 @@ func newPayload(k Kind) (Payload, error) {
 		return &GatewayRejected{}, nil
 	case KindJournalArchived:
 		return &JournalArchived{}, nil
+	case KindJournalResumed:
+		return &JournalResumed{}, nil
 	case KindSessionStopped:
 		return &SessionStopped{}, nil
 	case KindReloadDecided:

@@ -429,6 +429,27 @@ type JournalArchived struct {
 	Cutoff   int64             `msgpack:"cutoff,omitempty" json:"cutoff,omitempty"` // sessions ended before it (unix ns)
 }
 
+// JournalResumed records an outage of the journal: from Since to Until
+// (unix ns) its appends failed (Error, the first failure), the Manager
+// retried Attempts times, and refused callers meanwhile. Backlog
+// observations that arrived during the outage follow it, in the order they
+// arrived; Coalesced counts listings a later one of the same server
+// superseded, Dropped the observations past the Manager's bound, which
+// are lost, and LostRelaxed the relaxed call records that never reached
+// the journal.
+// The session's events before it are exactly those the journal held
+// when it failed: nothing decided during the outage was acted on.
+type JournalResumed struct {
+	Since       int64  `msgpack:"since" json:"since"`
+	Until       int64  `msgpack:"until" json:"until"`
+	Error       string `msgpack:"error" json:"error"`
+	Attempts    int    `msgpack:"attempts" json:"attempts"`
+	Backlog     int    `msgpack:"backlog,omitempty" json:"backlog,omitempty"`
+	Coalesced   int    `msgpack:"coalesced,omitempty" json:"coalesced,omitempty"`
+	Dropped     int    `msgpack:"dropped,omitempty" json:"dropped,omitempty"`
+	LostRelaxed int    `msgpack:"lost_relaxed,omitempty" json:"lost_relaxed,omitempty"`
+}
+
 // ArchivedSession is one session of a [JournalArchived].
 type ArchivedSession struct {
 	Session string `msgpack:"session" json:"session"`
@@ -580,6 +601,7 @@ func (*CallFinished) Kind() Kind       { return KindCallFinished }
 func (*CallDecided) Kind() Kind        { return KindCallDecided }
 func (*GatewayRejected) Kind() Kind    { return KindGatewayRejected }
 func (*JournalArchived) Kind() Kind    { return KindJournalArchived }
+func (*JournalResumed) Kind() Kind     { return KindJournalResumed }
 func (*SessionStopped) Kind() Kind     { return KindSessionStopped }
 func (*ReloadDecided) Kind() Kind      { return KindReloadDecided }
 func (*AdmissionDecided) Kind() Kind   { return KindAdmissionDecided }

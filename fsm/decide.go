@@ -24,7 +24,7 @@ func Decide(s State, in events.Event) ([]events.Event, error) {
 	switch in.Kind {
 	case events.KindCallStarted, events.KindCallFinished, events.KindHandshakeCompleted,
 		events.KindResourcesListed, events.KindPromptsListed, events.KindSessionStarted, events.KindOutputSkipped,
-		events.KindJournalArchived:
+		events.KindJournalArchived, events.KindJournalResumed:
 		return nil, nil // facts for the projections: they never cause a decision
 	}
 	d := &decider{prev: s, s: Evolve(scratchFor(s, in), in), in: in}

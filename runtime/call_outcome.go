@@ -128,7 +128,7 @@ func (m *Manager) finish(cl *call, res *mcp.CallToolResult, raw []byte, err erro
 	// The result is journaled even if the caller has gone: use a context
 	// that outlives ctx (but not the manager).
 	if _, jerr := m.submit(m.ctx, cl.entry.Server, fin, cl.durable); jerr != nil && err == nil {
-		return out, jerr
+		return nil, jerr // not durable: nothing is shown as done (a front end shows any result it gets)
 	}
 	if res == nil && err != nil {
 		return nil, err

@@ -53,11 +53,11 @@ func (m *Manager) Reload(ctx context.Context) error {
 // Refresh re-lists a ready server's tools now.
 func (m *Manager) Refresh(ctx context.Context, name string) error {
 	var found, ready bool
-	var broken error
+	var degraded error
 	if !m.onLoop(ctx, func() {
-		// A broken journal could not record the new list: refuse, like
+		// A failing journal could not record the new list: refuse, like
 		// every other command.
-		if broken = m.broken; broken != nil {
+		if degraded = m.errDegraded(); degraded != nil {
 			return
 		}
 		_, found = m.state.Server(name)
@@ -69,8 +69,8 @@ func (m *Manager) Refresh(ctx context.Context, name string) error {
 		return ErrShuttingDown
 	}
 	switch {
-	case broken != nil:
-		return fmt.Errorf("%w: %w", ErrJournal, broken)
+	case degraded != nil:
+		return degraded
 	case !found:
 		return fmt.Errorf("%w: %q", ErrUnknownServer, name)
 	case !ready:
@@ -104,6 +104,7 @@ func (m *Manager) Shutdown(by string) error {
 		waitBounded(m.calls.Wait, 5*time.Second)
 		if m.started.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			m.onLoop(ctx, m.lastRetry)
 			if _, err := m.submit(ctx, "", &events.StopRequested{Reason: events.ReasonShutdown, By: by}, true); err != nil && !errors.Is(err, ErrShuttingDown) {
 				m.closeErr = err
 			}
@@ -119,6 +120,12 @@ func (m *Manager) Shutdown(by string) error {
 		}
 		m.cancel()
 		<-m.loopDoneOrClosed()
+		m.procMu.Lock()
+		if o := m.deg; o != nil && (len(o.backlog) > 0 || o.dropped > 0) {
+			m.log.Error("the journal failed until the end: observations were never journaled",
+				"backlog", len(o.backlog), "dropped", o.dropped, "since", o.since, "err", o.err)
+		}
+		m.procMu.Unlock()
 		// The loop has ended: its connections are ours now. Anything the
 		// stop decision did not reach is killed.
 		for name, c := range m.conns {

@@ -30,6 +30,13 @@
 // loop holds while it works (see submitDirect). The order is the same as
 // through the loop: nothing queued before the record is overtaken.
 //
+// An append that fails (a full disk) degrades the Manager (degraded.go):
+// the batch is not applied, commands and calls are refused with a
+// *DegradedError, observations are kept, and the loop retries the journal
+// with backoff; when an append succeeds again it journals
+// journal.resumed, then what it kept, and carries on. View.Journal says
+// which.
+//
 // # Concurrency
 //
 // Every goroutine is started through the Manager's wait group and ends by

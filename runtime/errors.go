@@ -26,9 +26,10 @@ var (
 	// the error is an *UnavailableError naming the reason and the recovery.
 	ErrUnavailable = errors.New("runtime: server unavailable")
 
-	// ErrJournal is returned when the journal refused an append (disk
-	// full, closed, corrupt): the manager stops admitting new work.
-	ErrJournal = errors.New("runtime: journal append failed; the manager admits no new work")
+	// ErrJournal is wrapped by the *DegradedError of every command and
+	// call refused while the journal refuses appends (disk full, an I/O
+	// error): the manager retries the journal and resumes by itself.
+	ErrJournal = errors.New("runtime: journal append failed")
 )
 
 // UnavailableError explains why a server's tools cannot be called now and

@@ -5,7 +5,6 @@ import (
 	"container/heap"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -39,12 +38,16 @@ func (m *Manager) submit(ctx context.Context, server string, p events.Payload, d
 		if !m.started.Load() {
 			return result{}, ErrNotStarted
 		}
-		if err := m.journalErr.Load(); err != nil { // the loop would drop r unrecorded
-			return result{}, fmt.Errorf("%w: %w", ErrJournal, *err)
+		jerr := m.journalErr.Load()
+		if jerr != nil && r.ev.Kind != events.KindCallFinished { // degraded: the call must not be sent
+			return result{}, *jerr
 		}
 		m.queued.Add(1)
 		select {
 		case m.inbox <- r:
+			if jerr != nil { // the outcome of a call sent: kept for the journal, withheld from the caller
+				return result{}, keptErr(*jerr)
+			}
 			return result{}, nil
 		case <-m.loopDone:
 		case <-ctx.Done():
@@ -141,14 +144,17 @@ func (m *Manager) loop() {
 	defer timer.Stop()
 	hold := time.NewTimer(time.Hour)
 	defer hold.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
 	for {
 		m.procMu.Lock()
 		m.armTimer(timer)
 		holdC := m.armHold(hold)
+		retryC := m.armRetry(retry)
 		m.procMu.Unlock()
 		var batch []*request
 		received := 0 // of batch, the requests taken from inbox
-		timerDue, holdDue := false, false
+		timerDue, holdDue, retryDue := false, false, false
 		select {
 		case r := <-m.inbox:
 			batch = append(batch, r)
@@ -166,6 +172,10 @@ func (m *Manager) loop() {
 			timerDue = true
 		case <-holdC:
 			holdDue = true
+		case <-retryC:
+			retryDue = true
+		case <-m.wake:
+			continue // re-arm: the journal failed on a direct submitter's append
 		case <-m.ctx.Done():
 			m.procMu.Lock()
 			m.flushHeld()
@@ -180,6 +190,8 @@ func (m *Manager) loop() {
 			batch = m.dueTimers()
 		case holdDue:
 			m.flushHeld()
+		case retryDue:
+			m.retryJournal()
 		}
 		if len(batch) > 0 {
 			m.process(batch)
@@ -208,18 +220,16 @@ func (m *Manager) failWaiting() {
 // one commit, applies them, publishes the view, starts effects, and
 // answers the requests.
 func (m *Manager) process(batch []*request) {
-	if m.broken != nil {
-		for _, r := range batch {
-			if r.noEvent && r.prepare != nil {
-				r.prepare() // a barrier journals nothing: it still runs
-				continue
-			}
-			if r.reply != nil {
-				r.reply <- result{err: fmt.Errorf("%w: %w", ErrJournal, m.broken)}
-			}
+	if m.deg == nil {
+		if err := m.laterFailed(); err != nil {
+			m.degrade(err, nil, nil, nil)
 		}
+	}
+	if m.deg != nil {
+		m.refuseDegraded(batch)
 		return
 	}
+	specs := m.specs // a config reading's prepare replaces them: restored if the batch fails
 	// Call records change no decider state (fsm.Evolve ignores them), so
 	// a batch of only those decides on m.state itself: the clone, of every
 	// server's state, is made only before the first other input.
@@ -275,26 +285,26 @@ func (m *Manager) process(batch []*request) {
 	}
 	if len(out) > 0 {
 		var err error
+		var held []events.Event
 		if durable {
 			evs := out
 			if len(m.held) > 0 { // the held records come first, in seq order
-				evs = append(m.held, out...)
-				m.held = nil
+				held, m.held = m.held, nil
+				evs = append(held, out...)
 			}
 			err = m.j.Append(m.ctx, m.sid, evs)
 		} else {
 			m.hold(out)
 		}
 		if err != nil {
-			m.broken = err
-			m.journalErr.Store(&err)
-			m.log.Error("journal append failed; admitting no new work", "err", err)
-			for _, r := range batch {
-				if r.reply != nil {
-					r.reply <- result{err: fmt.Errorf("%w: %w", ErrJournal, err)}
-				}
-			}
+			// Nothing of the batch is applied or acted on: its
+			// observations wait for the journal, its callers are refused.
+			m.specs = specs
+			m.degrade(err, batch, results, held)
 			return
+		}
+		if durable {
+			m.flushed = nil // the journal holds every seq before this batch's
 		}
 	}
 	m.state, m.lastSeq = scratch, seq
@@ -338,6 +348,7 @@ func (m *Manager) flushHeld() {
 		return
 	}
 	m.lastLater = m.j.AppendLater(m.sid, m.held)
+	m.flushed = append(m.flushed, m.held...)
 	m.held = nil
 }
 

@@ -41,6 +41,9 @@ type Manager struct {
 
 	inbox    chan *request
 	loopDone chan struct{}
+	// wake makes the loop re-arm its timers: a direct submitter that
+	// degraded the Manager needs the retry timer armed (buffered, 1).
+	wake chan struct{}
 	// procMu is held by whoever decides and journals: the loop goroutine,
 	// or a caller taking the direct path (see submitDirect). queued counts
 	// the requests sent to inbox and not yet processed; loopEnded is set,
@@ -69,8 +72,9 @@ type Manager struct {
 	// reading (see setCallSettings).
 	callSettings atomic.Pointer[map[string]config.CallSettings]
 
-	// journalErr is broken, readable without procMu: relaxed call records
-	// are only queued, so their callers check it before sending (see submit).
+	// journalErr is the refusal while the journal fails (see deg), readable
+	// without procMu: relaxed call records are only queued, so their
+	// callers check it before sending (see submit).
 	journalErr atomic.Pointer[error]
 
 	// Owned by the holder of procMu (the loop goroutine, or a direct
@@ -83,9 +87,10 @@ type Manager struct {
 	conns     map[string]*conn
 	timers    timerHeap
 	specs     map[string]config.Spec
-	broken    error
+	deg       *outage // set while the journal refuses appends (degraded.go)
 	lastLater func(context.Context) error
 	held      []events.Event // relaxed records not yet handed to the journal (see hold)
+	flushed   []events.Event // relaxed records handed to the journal, their commit not yet seen
 	heldSince time.Time      // when the oldest of held was decided
 	history   history
 	world     *fakeWorld // set only by Reenact: effects are recorded, not run
@@ -128,7 +133,7 @@ func New(j Journal, opts *Options) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	callCtx, callCancel := context.WithCancel(context.Background())
 	m := &Manager{j: j, opts: o, log: o.Logger, sid: uuid.Must(uuid.NewV7()), ctx: ctx, cancel: cancel,
-		inbox: make(chan *request, 256), loopDone: make(chan struct{}), callCtx: callCtx, callCancel: callCancel,
+		inbox: make(chan *request, 256), loopDone: make(chan struct{}), wake: make(chan struct{}, 1), callCtx: callCtx, callCancel: callCancel,
 		subs: map[chan *View]struct{}{}, set: projections.NewSet(), conns: map[string]*conn{},
 		specs: map[string]config.Spec{}, reaper: newReaper(o.ShimPath, o.Logger)}
 	m.view.Store(&View{Session: m.sid, index: map[string]int{}, live: map[string]*conn{}, state: map[string]projections.ServerStatus{}})
@@ -232,12 +237,12 @@ func (m *Manager) start(ctx context.Context) (StartReport, error) {
 	opts := fsm.WithDefaults(m.opts.Decider)
 	if _, err := m.submit(ctx, "", &events.SessionStarted{Seed: seed, Build: m.opts.Build, Version: m.opts.Version,
 		PID: os.Getpid(), Host: host, Command: m.opts.Command, Options: opts, Previous: m.history.previous}, true); err != nil {
-		return rep, err
+		return rep, startErr(err)
 	}
 	lc := m.opts.Config()
 	res, err := m.observeLoaded(ctx, "start", lc)
 	if err != nil {
-		return rep, err
+		return rep, startErr(err)
 	}
 	if m.opts.Watch {
 		last := lc.Observed
@@ -267,6 +272,17 @@ func (m *Manager) start(ctx context.Context) (StartReport, error) {
 	}
 	rep.Elapsed = time.Since(t0)
 	return rep, nil
+}
+
+// startErr is err, Start's failure to journal the session's first
+// records; a caller that gives up on Start should not be told the journal
+// is retried.
+func startErr(err error) error {
+	var de *DegradedError
+	if errors.As(err, &de) {
+		return fmt.Errorf("%w: the session could not start (%w); free disk space, or fix the journal, and start again", ErrJournal, de.Err)
+	}
+	return err
 }
 
 // waitGate waits until the startup gate may close (see Start).

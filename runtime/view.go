@@ -20,6 +20,9 @@ type View struct {
 	Status []projections.ServerStatus
 	// Catalog holds the tools, sorted by name, and the unavailable servers.
 	Catalog projections.CatalogView
+	// Journal says whether the journal accepts appends: while it does not,
+	// the Manager refuses work and retries it (degraded.go).
+	Journal JournalHealth
 
 	promptable []string
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -21,8 +22,18 @@ func (m *Manager) watchConfig(files []string, last events.ConfigObserved) {
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
 		defer cancel()
-		if _, err := m.observeLoaded(ctx, "watch", lc); err != nil {
+		_, err := m.observeLoaded(ctx, "watch", lc)
+		if errors.Is(err, ErrJournal) && m.awaitJournal(m.ctx) {
+			// Refused while the journal failed: the change is read
+			// again, and journaled, once it resumes.
+			lc = m.opts.Config()
+			ctx, cancel := context.WithTimeout(m.ctx, time.Minute)
+			defer cancel()
+			_, err = m.observeLoaded(ctx, "watch", lc)
+		}
+		if err != nil {
 			m.log.Warn("reload after a config change", "err", err)
+			return lc.Files
 		}
 		last = lc.Observed
 		return lc.Files

@@ -79,7 +79,10 @@ func (s readJournal) SaveCheckpoint(uint64, []byte) error { return store.ErrRead
 // before its first event.
 type storeJournal struct{ j *store.Journal }
 
-var _ runtime.CheckpointJournal = storeJournal{}
+var (
+	_ runtime.CheckpointJournal = storeJournal{}
+	_ runtime.JournalHead       = storeJournal{}
+)
 
 func (s storeJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Event) error {
 	_, err := s.j.Append(ctx, sid, store.Exact(evs[0].Seq-1), evs)
@@ -93,6 +96,21 @@ func (s storeJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(contex
 
 func (s storeJournal) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
 	return s.j.ReadAll(ctx, from, fn)
+}
+
+// LastSeq lets the Manager settle, after a failed append, what the
+// journal holds of its session (runtime.JournalHead).
+func (s storeJournal) LastSeq(ctx context.Context, sid uuid.UUID) (uint64, error) {
+	return lastSeq(ctx, s.j, sid)
+}
+
+// lastSeq is the last seq j holds of session sid, 0 if none.
+func lastSeq(ctx context.Context, j *store.Journal, sid uuid.UUID) (uint64, error) {
+	info, err := j.Head(ctx, sid)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	return info.LastSeq, err
 }
 
 func (s storeJournal) Checkpoints(ctx context.Context) ([]projections.Stored, error) {

@@ -256,9 +256,10 @@ func TestJournalTruncated(t *testing.T) {
 // TestJournalFull: `mcpledger run` on a journal capped by MaxSize (set
 // through the journal opener the CLI takes), with calls made through its
 // control socket until the journal is full. Once it is, calls fail with a
-// clear error and the runtime admits no new work; run ends with the
-// error; and after reopening, every call that was answered has its
-// call.finished, and the journal verifies.
+// clear error, the runtime admits no new work and status says it is
+// degraded; run ends with the error (the cap never lifts: a disk that
+// frees space is TestJournalDiskFull); and after reopening, every call
+// that was answered has its call.finished, and the journal verifies.
 func TestJournalFull(t *testing.T) {
 	dir := t.TempDir()
 	cfg := faultConfig(t, dir, false)
@@ -323,8 +324,17 @@ func TestJournalFull(t *testing.T) {
 	}
 	// The server's process group, to end it should run hang.
 	r = runCLI(t, "status", "--json", "--journal", jp)
-	var st struct{ Servers []struct{ PID int } }
+	var st struct {
+		Servers []struct{ PID int }
+		Journal *struct {
+			Degraded bool
+			Error    string
+		}
+	}
 	_ = json.Unmarshal([]byte(r.stdout), &st)
+	if st.Journal == nil || !st.Journal.Degraded || !strings.Contains(st.Journal.Error, "maximum size") {
+		t.Errorf("status --json with the journal full: %+v, want it degraded by the full journal", st.Journal)
+	}
 
 	cancel()
 	var runErr error

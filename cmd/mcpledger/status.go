@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -54,6 +55,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	switch {
 	case res.Running:
 		fmt.Fprintf(c.env.stdout, "session %s (running)\n", res.Session)
+		printJournalHealth(c.env.stdout, res.Journal, now)
 		printStatus(c.env.stdout, res.Servers, now, "STATE")
 		return nil
 	case res.Session == "":
@@ -217,3 +219,26 @@ func (e *env) foldLast(ctx context.Context, f *commandFlags) (lastFold, error) {
 }
 
 var errStopFold = errors.New("fold done")
+
+// printJournalHealth says, when the running mcpledger's journal refuses
+// appends, since when, why and what happens next.
+func printJournalHealth(w io.Writer, h *rt.JournalHealth, now time.Time) {
+	if h == nil || !h.Degraded {
+		return
+	}
+	fmt.Fprintf(w, "DEGRADED: the journal refuses appends since %s (%s ago): %s\n", formatTime(h.Since.UnixNano()), now.Sub(h.Since).Round(time.Second), h.Error)
+	if h.Final {
+		fmt.Fprintln(w, "  a failed commit may have reached the file: this process cannot resume; restart mcpledger, then run mcpledger verify")
+	} else {
+		fmt.Fprintf(w, "  calls and commands are refused; %d retries so far, the next in %s; it resumes by itself once it can write (free disk space)\n",
+			h.Attempts, max(h.NextRetry.Sub(now), 0).Round(time.Millisecond))
+	}
+	if h.Backlog > 0 || h.Dropped > 0 {
+		fmt.Fprintf(w, "  %d observations wait for the journal", h.Backlog)
+		if h.Dropped > 0 {
+			fmt.Fprintf(w, ", %d dropped past the bound", h.Dropped)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "the servers below are as last journaled:")
+}

@@ -48,6 +48,9 @@ const CodeOutcomeUnknown = "outcome_unknown"
 type StatusResult struct {
 	Session string                     `json:"session"`
 	Servers []projections.ServerStatus `json:"servers"`
+	// Journal is set while the journal refuses appends: the running
+	// mcpledger is degraded (it refuses calls and commands, and retries).
+	Journal *runtime.JournalHealth `json:"journal,omitempty"`
 }
 
 // Options configure [Serve].
@@ -211,7 +214,12 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 	}
 	switch req.Op {
 	case "status":
-		return StatusResult{Session: m.Session().String(), Servers: m.Status()}, nil
+		v := m.Snapshot()
+		res := StatusResult{Session: v.Session.String(), Servers: v.Status}
+		if v.Journal.Degraded {
+			res.Journal = &v.Journal
+		}
+		return res, nil
 	case "tools":
 		return m.Tools(), nil
 	case "call":

@@ -2,6 +2,7 @@ package runtimetest
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -28,6 +29,16 @@ func (s StoreJournal) Append(ctx context.Context, sid uuid.UUID, evs []events.Ev
 func (s StoreJournal) AppendLater(sid uuid.UUID, evs []events.Event) func(context.Context) error {
 	p := s.J.Submit(sid, store.Exact(evs[0].Seq-1), evs)
 	return func(ctx context.Context) error { _, err := p.Wait(ctx); return err }
+}
+
+// LastSeq is the last seq the journal holds of session sid, 0 if none
+// (runtime.JournalHead).
+func (s StoreJournal) LastSeq(ctx context.Context, sid uuid.UUID) (uint64, error) {
+	info, err := s.J.Head(ctx, sid)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	return info.LastSeq, err
 }
 
 // ReadAll reads every event from global position from.
