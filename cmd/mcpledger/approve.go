@@ -47,7 +47,11 @@ func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.stdout, "%s: %sd by %s (the running mcpledger acted on it)\n", name, verb, by)
 		return nil
 	}
-	lc := cf.loader(c.env)()
+	load, err := cf.loader(c.env)
+	if err != nil {
+		return err
+	}
+	lc := load()
 	var cfg *events.ServerConfig
 	for i := range lc.Observed.Servers {
 		if lc.Observed.Servers[i].Name == name {
@@ -55,6 +59,8 @@ func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	switch {
+	case cfg == nil && lc.Err() != nil:
+		return &configError{err: lc.Err()}
 	case cfg == nil:
 		return fmt.Errorf("%s: no server %q in the config of workspace %s", verb, name, lc.Observed.Workspace)
 	case !cfg.Gated:
@@ -132,7 +138,11 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 // offline computes the rows from the config files and the journal's
 // approval decisions, without a running mcpledger.
 func (c *ApprovalsCommand) offline(ctx context.Context, f *commandFlags, cf *configFlags) ([]rt.ApprovalRow, error) {
-	lc := cf.loader(c.env)()
+	load, err := cf.loader(c.env)
+	if err != nil {
+		return nil, err
+	}
+	lc := load()
 	// Every decision up to now, including those recorded after the last
 	// run (an offline approve).
 	var approvals *projections.Approvals

@@ -91,6 +91,7 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 			m.Close()
 			return err
 		}
+		printConfigReport(c.env.stderr, m.Snapshot().Config, projections.ConfigView{})
 		out, err = m.CallToolWith(ctx, tool, a, &rt.CallOptions{Caller: "cli", UserApproved: "mcpledger call", Wrap: *wrap})
 		if cerr := m.Shutdown("call"); err == nil {
 			err = cerr

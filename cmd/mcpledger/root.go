@@ -181,7 +181,16 @@ Common flags:
                    default $XDG_STATE_HOME/mcpledger/journal.db,
                    or ~/.local/state/mcpledger/journal.db)
 
-Exit status: 0 ok, 1 error, 2 bad command line.
+Exit status:
+  0    ok
+  1    error (run --once: a server ended failed, or a config entry is invalid)
+  2    bad command line
+  3    a config file cannot be used (run, serve, call): missing --mcp-config
+       file, a directory, unreadable, over the size limit (1 MiB; env
+       MCPLEDGER_CONFIG_MAX_BYTES), empty, not JSON, not a JSON object, or
+       "mcpServers" null or not an object; nothing was started
+  4    run --once: the config names no server, or only invalid entries
+  130  interrupted (Ctrl-C, SIGTERM)
 `
 
 // usageError is a command line that cannot run. It exits with status 2.
@@ -197,11 +206,17 @@ func usageErrorf(format string, args ...any) error {
 func exitCode(err error) int {
 	var ue *usageError
 	var ie *interruptedError
+	var ce *configError
+	var ne *nothingToRunError
 	switch {
 	case errors.As(err, &ue):
 		return 2
 	case errors.As(err, &ie):
 		return 130
+	case errors.As(err, &ce):
+		return 3
+	case errors.As(err, &ne):
+		return 4
 	}
 	return 1
 }

@@ -111,8 +111,8 @@ type Reading struct {
 	// disabled, by name. Secrets: never journal or log it.
 	Specs map[string]Spec
 	// Warnings are problems that do not stop anything (unknown fields,
-	// shadowed servers, ignored settings). They never quote env or header
-	// values.
+	// ignored settings; shadowed servers are in Observed.Shadowed). They
+	// never quote env or header values.
 	Warnings []string
 	// Files is every path consulted, existing or not, and the drop-in
 	// directory, in the order read: what a watcher should watch.
@@ -285,7 +285,6 @@ func Load(src Sources) Reading {
 		lc.Warnings = append(lc.Warnings, f.cf.warnings...)
 		for i, ps := range f.cf.servers {
 			if w, ok := winner[ps.cfg.Name]; ok {
-				lc.Warnings = append(lc.Warnings, fmt.Sprintf("%s: server %q is shadowed by the one at %s, which has priority; rename or remove one", ps.pos, ps.cfg.Name, w.pos))
 				obs.Shadowed = append(obs.Shadowed, events.ShadowedServer{Name: ps.cfg.Name, At: ps.pos, Winner: w.pos})
 				continue
 			}

@@ -118,15 +118,6 @@ func TestConfigPrecedence(t *testing.T) {
 			if !slices.IsSortedFunc(lc.Observed.Servers, func(a, b events.ServerConfig) int { return strings.Compare(a.Name, b.Name) }) {
 				t.Error("servers not sorted by name")
 			}
-			shadowed := 0
-			for _, w := range lc.Warnings {
-				if strings.Contains(w, `server "shared" is shadowed`) {
-					shadowed++
-				}
-			}
-			if shadowed != len(tt.present)-1 {
-				t.Errorf("%d shadow warnings, want %d: %q", shadowed, len(tt.present)-1, lc.Warnings)
-			}
 			// Each entry of "shared" but the winner is journaled as
 			// shadowed, in source order, naming the winner's entry.
 			var losers []string

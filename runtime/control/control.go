@@ -39,6 +39,8 @@ type Response struct {
 type StatusResult struct {
 	Session string                     `json:"session"`
 	Servers []projections.ServerStatus `json:"servers"`
+	// Config is what the session's latest config reading could not use.
+	Config projections.ConfigView `json:"config"`
 }
 
 // Options configure [Serve].
@@ -199,7 +201,8 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 	}
 	switch req.Op {
 	case "status":
-		return StatusResult{Session: m.Session().String(), Servers: m.Status()}, nil
+		v := m.Snapshot()
+		return StatusResult{Session: m.Session().String(), Servers: v.Status, Config: v.Config}, nil
 	case "tools":
 		return m.Tools(), nil
 	case "call":
