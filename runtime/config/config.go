@@ -19,7 +19,8 @@ import (
 // itself: the caller passes os.LookupEnv and the home directory.
 //
 // Sources, highest priority first; the first source that defines a name
-// wins it whole (entries are never merged field by field):
+// wins it whole (entries are never merged field by field; the entries it
+// shadows are listed in ConfigObserved.Shadowed):
 //
 //  1. each of Flags (--mcp-config FILE, repeatable): an earlier flag wins
 //     over a later one, as the first source named wins everywhere else;
@@ -154,8 +155,9 @@ func UserDir(lookupEnv func(string) (string, bool), home string) string {
 
 // Load reads every source in src, merges them by priority, expands
 // variables and validates each entry. It never fails as a whole: a
-// source that cannot be read or parsed is reported in Observed.Errors and
-// contributes nothing, and an entry that cannot be used is reported in
+// source that cannot be read or parsed (or is over src.MaxFileBytes, or
+// empty) is reported in Observed.Errors and Unusable and contributes
+// nothing, and an entry that cannot be used is reported in
 // its ServerConfig.Invalid without affecting the others. It reads only
 // the files and src (never the process environment), and is safe to call
 // from several goroutines.
