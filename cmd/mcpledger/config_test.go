@@ -74,7 +74,8 @@ func lastConfig(t *testing.T, jp string) *events.ConfigObserved {
 	return last
 }
 
-// TestConfigUnusableRefusesStart: run, serve and call refuse a config file
+// TestConfigUnusableRefusesStart: run, serve, call (and an offline
+// approve of a server it cannot find) refuse a config file
 // that cannot be used with exit status 3 and an error naming the file
 // (with line:col where one applies) and what to do; nothing is journaled.
 func TestConfigUnusableRefusesStart(t *testing.T) {
@@ -107,7 +108,7 @@ func TestConfigUnusableRefusesStart(t *testing.T) {
 				write(t, cfg, *tt.content)
 			}
 			for _, args := range [][]string{
-				{"run", "--once"}, {"run"}, {"serve", "--stdio"}, {"call", "mcp__a__echo"},
+				{"run", "--once"}, {"run"}, {"serve", "--stdio"}, {"call", "mcp__a__echo"}, {"approve", "a"},
 			} {
 				r := runCLI(t, append(args, "--mcp-config", cfg, "--workspace", dir)...)
 				if code := exitCode(r.err); code != 3 {
