@@ -74,15 +74,15 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 			out.Text = guard.WrapOutput(server, name, out.Text)
 		}
 	} else {
+		opts, err := cf.options(c.env, "call")
+		if err != nil {
+			return err
+		}
 		j, _, err := f.openWritable()
 		if err != nil {
 			return err
 		}
 		defer j.Close()
-		opts, err := cf.options(c.env, "call")
-		if err != nil {
-			return err
-		}
 		m, err := rt.New(storeJournal{j.Journal}, opts)
 		if err != nil {
 			return err

@@ -28,27 +28,30 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	var age time.Duration
 	if *retain != "" {
-		age, err := parseAge(*retain)
-		if err != nil {
+		var err error
+		if age, err = parseAge(*retain); err != nil {
 			return usageErrorf("run: --retain %s", err)
-		}
-		if err := c.retain(ctx, f, age); err != nil {
-			return err
 		}
 	}
 	// The state printer and this goroutine both write to stderr.
 	tty := isTerminal(c.env.stderr)
 	c.env.stderr = &syncWriter{w: c.env.stderr}
+	opts, err := cf.options(c.env, "run") // a config that cannot be used stops here
+	if err != nil {
+		return err
+	}
+	if *retain != "" {
+		if err := c.retain(ctx, f, age); err != nil {
+			return err
+		}
+	}
 	j, path, err := f.openWritable()
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	opts, err := cf.options(c.env, "run")
-	if err != nil {
-		return err
-	}
 	opts.Watch = *watch
 	m, err := rt.New(storeJournal{j.Journal}, opts)
 	if err != nil {
