@@ -59,9 +59,10 @@ type Sources struct {
 	RaiseLimit string
 }
 
-// DefaultMaxFileBytes is the size limit of one config file: 1 MiB, a
-// hundred times the largest real config we have seen. A config file is
-// read whole, and what it says is journaled with every reading.
+// DefaultMaxFileBytes is the size limit of one config file: 1 MiB, room
+// for thousands of hand-written entries (a few hundred bytes each). A
+// config file is read whole, and what it says is journaled with every
+// reading that changes it.
 const DefaultMaxFileBytes = 1 << 20
 
 // ErrUnusable is returned by [Reading.Err] when a config file cannot be
