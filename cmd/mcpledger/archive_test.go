@@ -196,7 +196,7 @@ func TestArchiveBadInput(t *testing.T) {
 	if got := sessions(); got != want {
 		t.Errorf("a refused archive changed the journal:\n%s\nwant\n%s", got, want)
 	}
-	// A config with one (disabled) server: with none, run --once exits 4.
+	// A config with one (disabled) server: with none, run --once exits 5.
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	cfg := filepath.Join(t.TempDir(), "c.json")
 	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"off": {"command": "x", "disabled": true}}}`), 0o600); err != nil {

@@ -76,7 +76,7 @@ func lastConfig(t *testing.T, jp string) *events.ConfigObserved {
 
 // TestConfigUnusableRefusesStart: run, serve, call (and an offline
 // approve of a server it cannot find) refuse a config file
-// that cannot be used with exit status 3 and an error naming the file
+// that cannot be used with exit status 4 and an error naming the file
 // (with line:col where one applies) and what to do; nothing is journaled.
 func TestConfigUnusableRefusesStart(t *testing.T) {
 	tests := []struct {
@@ -111,8 +111,8 @@ func TestConfigUnusableRefusesStart(t *testing.T) {
 				{"run", "--once"}, {"run"}, {"serve", "--stdio"}, {"call", "mcp__a__echo"}, {"approve", "a"},
 			} {
 				r := runCLI(t, append(args, "--mcp-config", cfg, "--workspace", dir)...)
-				if code := exitCode(r.err); code != 3 {
-					t.Errorf("%v: exit %d (%v), want 3", args, code, r.err)
+				if code := exitCode(r.err); code != 4 {
+					t.Errorf("%v: exit %d (%v), want 4", args, code, r.err)
 					continue
 				}
 				if msg := r.err.Error(); !strings.Contains(msg, "\n  "+cfg+tt.want) || !strings.HasSuffix(msg, "nothing was started: fix the file(s) above and run the command again") {
@@ -128,8 +128,8 @@ func TestConfigUnusableRefusesStart(t *testing.T) {
 
 func strPtr(s string) *string { return &s }
 
-// TestConfigExitCodesOfTheProcess: the statuses reach the shell: 3 for a
-// config that cannot be used, 4 for one that admits no server, and the
+// TestConfigExitCodesOfTheProcess: the statuses reach the shell: 4 for a
+// config that cannot be used, 5 for one that admits no server, and the
 // help documents them.
 func TestConfigExitCodesOfTheProcess(t *testing.T) {
 	if testing.Short() {
@@ -138,16 +138,16 @@ func TestConfigExitCodesOfTheProcess(t *testing.T) {
 	dir, jp := configEnv(t)
 	env := []string{"MCPLEDGER_JOURNAL=" + jp}
 	code, stderr := runCLIProcess(t, env, "run", "--once", "--mcp-config", filepath.Join(dir, "nope.json"), "--workspace", dir)
-	if code != 3 || !strings.Contains(stderr, "nope.json: --mcp-config file does not exist") {
+	if code != 4 || !strings.Contains(stderr, "nope.json: --mcp-config file does not exist") {
 		t.Errorf("missing config: exit %d, %s", code, stderr)
 	}
 	bad := write(t, filepath.Join(dir, "bad.json"), `{"mcpServers": {"a": {"type": "grpc", "url": "http://x/"}}}`)
 	code, stderr = runCLIProcess(t, env, "run", "--once", "--mcp-config", bad, "--workspace", dir)
-	if code != 4 || !strings.Contains(stderr, "no server can run: every entry of the config is skipped") {
+	if code != 5 || !strings.Contains(stderr, "no server can run: every entry of the config is skipped") {
 		t.Errorf("only invalid entries: exit %d, %s", code, stderr)
 	}
 	r := runCLI(t, "help")
-	for _, line := range []string{"  0    ok\n", "  2    bad command line\n", "  3    a config file cannot be used", "  4    run --once: the config names no server, or only invalid entries\n", "  130  interrupted"} {
+	for _, line := range []string{"  0    ok\n", "  2    bad command line\n", "  4    a config file cannot be used", "  5    run --once: the config names no server, or only invalid entries\n", "  130  interrupted"} {
 		if !strings.Contains(r.stdout, line) {
 			t.Errorf("help lacks %q:\n%s", line, r.stdout)
 		}
@@ -177,7 +177,7 @@ func wantSkipped(path string) []string {
 
 // TestRunOnceSkippedReasons: every skipped entry is printed on stderr, one
 // line with its name, reason, what to do and file:line:col; run --once
-// exits 1 when some entries are invalid and 4 when all are; status (text
+// exits 1 when some entries are invalid and 5 when all are; status (text
 // and --json) shows them from the journal.
 func TestRunOnceSkippedReasons(t *testing.T) {
 	dir, _ := configEnv(t)
@@ -217,21 +217,21 @@ func TestRunOnceSkippedReasons(t *testing.T) {
 		t.Errorf("status --json config: %+v", st.Config)
 	}
 
-	// Only invalid entries: nothing can run, exit 4.
+	// Only invalid entries: nothing can run, exit 5.
 	only := write(t, filepath.Join(dir, "only.json"), strings.Replace(skipConfig, `"off": {"command": "x", "disabled": true}`, `"grpc2": {"type": "ws", "url": "http://x/"}`, 1))
 	r = runCLI(t, "run", "--once", "--mcp-config", only, "--workspace", dir)
-	if code := exitCode(r.err); code != 4 || !strings.Contains(r.stderr, "config: skipped grpc2 (invalid_config)") {
+	if code := exitCode(r.err); code != 5 || !strings.Contains(r.stderr, "config: skipped grpc2 (invalid_config)") {
 		t.Errorf("only invalid: exit %d (%v)\n%s", code, r.err, r.stderr)
 	}
 }
 
-// TestRunOnceNothingConfigured: no config at all is exit 4, naming the
+// TestRunOnceNothingConfigured: no config at all is exit 5, naming the
 // files mcpledger read.
 func TestRunOnceNothingConfigured(t *testing.T) {
 	dir, _ := configEnv(t)
 	r := runCLI(t, "run", "--once", "--workspace", dir)
 	user := filepath.Join(dir, "xdg", "mcpledger", "config.json")
-	if exitCode(r.err) != 4 || !strings.Contains(r.err.Error(), "no server is configured: add one to a config file (mcpledger read "+user) {
+	if exitCode(r.err) != 5 || !strings.Contains(r.err.Error(), "no server is configured: add one to a config file (mcpledger read "+user) {
 		t.Errorf("exit %d: %v", exitCode(r.err), r.err)
 	}
 }
@@ -276,7 +276,7 @@ func TestDuplicateAcrossConfigFiles(t *testing.T) {
 func TestConfigSizeLimitRaised(t *testing.T) {
 	dir, jp := configEnv(t)
 	big := write(t, filepath.Join(dir, "big.json"), `{"mcpServers": {"a": {"command": "x", "disabled": true, "args": ["`+strings.Repeat("y", 5<<20)+`"]}}}`)
-	if r := runCLI(t, "run", "--once", "--mcp-config", big, "--workspace", dir); exitCode(r.err) != 3 {
+	if r := runCLI(t, "run", "--once", "--mcp-config", big, "--workspace", dir); exitCode(r.err) != 4 {
 		t.Fatalf("5 MB config: %v", r.err)
 	}
 	if evs := journalEvents(t, jp); len(evs) != 0 {

@@ -13,12 +13,12 @@ import (
 )
 
 // What run, serve and call tell the user about the configuration: a
-// config file that cannot be used refuses the start (exit 3), every
+// config file that cannot be used refuses the start (exit 4), every
 // entry the reading skipped is printed with its reason, and `run --once`
-// with nothing to run exits 4.
+// with nothing to run exits 5.
 
 // configError is a config file that cannot be used (config.ErrUnusable):
-// nothing was started. It exits with status 3.
+// nothing was started. It exits with status 4 (exitConfigUnusable).
 type configError struct{ err error }
 
 func (e *configError) Error() string {
@@ -27,7 +27,8 @@ func (e *configError) Error() string {
 func (e *configError) Unwrap() error { return e.err }
 
 // nothingToRunError is a `run --once` whose config names no server, or
-// only entries that cannot be used. It exits with status 4.
+// only entries that cannot be used. It exits with status 5
+// (exitNothingToRun).
 type nothingToRunError struct{ msg string }
 
 func (e *nothingToRunError) Error() string { return e.msg }
@@ -113,7 +114,7 @@ func reportIdle(w io.Writer, rows []projections.ServerStatus, files []string, ke
 }
 
 // onceVerdict is the error `run --once` ends with, given the servers as
-// they settled: nothingToRunError (exit 4) when the config names no
+// they settled: nothingToRunError (exit 5) when the config names no
 // server or only invalid entries; an error counting the failed and the
 // invalid servers when there are any; nil otherwise. Servers stopped by a
 // decision (untrusted, pending approval, disabled, ...) are not errors:

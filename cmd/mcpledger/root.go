@@ -185,11 +185,14 @@ Exit status:
   0    ok
   1    error (run --once: a server ended failed, or a config entry is invalid)
   2    bad command line
-  3    a config file cannot be used (run, serve, call): missing --mcp-config
+  3    a call's outcome is unknown (the server, or the mcpledger serving the
+       call, was lost with the call in flight: it may or may not have run;
+       mcpledger log shows it as lost)
+  4    a config file cannot be used (run, serve, call): missing --mcp-config
        file, a directory, unreadable, over the size limit (1 MiB; env
        MCPLEDGER_CONFIG_MAX_BYTES), empty, not JSON, not a JSON object, or
        "mcpServers" null or not an object; nothing was started
-  4    run --once: the config names no server, or only invalid entries
+  5    run --once: the config names no server, or only invalid entries
   130  interrupted (Ctrl-C, SIGTERM)
 `
 
@@ -201,6 +204,13 @@ func (e *usageError) Error() string { return e.msg }
 func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
+
+// Exit statuses of config errors (configreport.go). 3 is a call's
+// outcome unknown.
+const (
+	exitConfigUnusable = 4
+	exitNothingToRun   = 5
+)
 
 // exitCode maps an error returned by run to the process exit status.
 func exitCode(err error) int {
@@ -214,9 +224,9 @@ func exitCode(err error) int {
 	case errors.As(err, &ie):
 		return 130
 	case errors.As(err, &ce):
-		return 3
+		return exitConfigUnusable
 	case errors.As(err, &ne):
-		return 4
+		return exitNothingToRun
 	}
 	return 1
 }

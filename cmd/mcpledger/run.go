@@ -22,7 +22,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags("run", "[--once] [--watch=true] [--retain DURATION] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
 	var cf configFlags
 	cf.register(f)
-	once := f.Bool("once", false, "settle every server, print status, stop; exit 1 if any server ended failed or is invalid, 4 if none can run")
+	once := f.Bool("once", false, "settle every server, print status, stop; exit 1 if any server ended failed or is invalid, 5 if none can run")
 	watch := f.Bool("watch", true, "reload when a config file changes (debounced 300 ms; only changed servers restart)")
 	retain := f.String("retain", "", "first archive sessions that ended more than `DURATION` ago (e.g. 30d), beside the journal")
 	if err := f.parse(args); err != nil {
