@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -16,6 +17,27 @@ import (
 // config file that cannot be used refuses the start (exit 4), every
 // entry the reading skipped is printed with its reason, and `run --once`
 // with nothing to run exits 5.
+
+// Exit statuses of config errors (see exitCode; 3 is a call's outcome
+// unknown).
+const (
+	exitConfigUnusable = 4
+	exitNothingToRun   = 5
+)
+
+// configExitCode is the exit status of err when it is a config error,
+// and 1 otherwise.
+func configExitCode(err error) int {
+	var ce *configError
+	var ne *nothingToRunError
+	switch {
+	case errors.As(err, &ce):
+		return exitConfigUnusable
+	case errors.As(err, &ne):
+		return exitNothingToRun
+	}
+	return 1
+}
 
 // configError is a config file that cannot be used (config.ErrUnusable):
 // nothing was started. It exits with status 4 (exitConfigUnusable).

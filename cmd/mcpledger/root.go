@@ -205,28 +205,15 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// Exit statuses of config errors (configreport.go). 3 is a call's
-// outcome unknown.
-const (
-	exitConfigUnusable = 4
-	exitNothingToRun   = 5
-)
-
 // exitCode maps an error returned by run to the process exit status.
 func exitCode(err error) int {
 	var ue *usageError
 	var ie *interruptedError
-	var ce *configError
-	var ne *nothingToRunError
 	switch {
 	case errors.As(err, &ue):
 		return 2
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ce):
-		return exitConfigUnusable
-	case errors.As(err, &ne):
-		return exitNothingToRun
 	}
-	return 1
+	return configExitCode(err)
 }
