@@ -47,11 +47,7 @@ func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.stdout, "%s: %sd by %s (the running mcpledger acted on it)\n", name, verb, by)
 		return nil
 	}
-	load, err := cf.loader(c.env)
-	if err != nil {
-		return err
-	}
-	lc := load()
+	lc := cf.loader(c.env)()
 	var cfg *events.ServerConfig
 	for i := range lc.Observed.Servers {
 		if lc.Observed.Servers[i].Name == name {
@@ -138,11 +134,7 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 // offline computes the rows from the config files and the journal's
 // approval decisions, without a running mcpledger.
 func (c *ApprovalsCommand) offline(ctx context.Context, f *commandFlags, cf *configFlags) ([]rt.ApprovalRow, error) {
-	load, err := cf.loader(c.env)
-	if err != nil {
-		return nil, err
-	}
-	lc := load()
+	lc := cf.loader(c.env)()
 	// Every decision up to now, including those recorded after the last
 	// run (an offline approve).
 	var approvals *projections.Approvals

@@ -45,8 +45,24 @@ func (c *configFlags) register(f *commandFlags) {
 // maxConfigEnv raises the size limit of a config file (bytes).
 const maxConfigEnv = "MCPLEDGER_CONFIG_MAX_BYTES"
 
+// maxConfigBytes reads MCPLEDGER_CONFIG_MAX_BYTES: 0 (the default) when
+// it is unset.
+func maxConfigBytes(e *env) (int64, error) {
+	s := e.getenv(maxConfigEnv)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a number of bytes above 0, like %d (the default)", maxConfigEnv, s, config.DefaultMaxFileBytes)
+	}
+	return n, nil
+}
+
 // loader returns the config loader the runtime calls at start and reload.
-func (c *configFlags) loader(e *env) (func() config.Reading, error) {
+// A malformed MCPLEDGER_CONFIG_MAX_BYTES leaves the default limit (options
+// refuses it first).
+func (c *configFlags) loader(e *env) func() config.Reading {
 	ws := c.workspace
 	if ws == "" {
 		ws, _ = os.Getwd()
@@ -55,13 +71,7 @@ func (c *configFlags) loader(e *env) (func() config.Reading, error) {
 	lookup := func(k string) (string, bool) { return os.LookupEnv(k) }
 	src := config.Sources{Flags: c.configs, Workspace: ws, UserDir: config.UserDir(lookup, home),
 		LookupEnv: lookup, Home: home, RaiseLimit: "raise the limit: " + maxConfigEnv + "=BYTES"}
-	if s := e.getenv(maxConfigEnv); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%s=%q: want a number of bytes above 0, like %d (the default)", maxConfigEnv, s, config.DefaultMaxFileBytes)
-		}
-		src.MaxFileBytes = n
-	}
+	src.MaxFileBytes, _ = maxConfigBytes(e)
 	if c.allowed != "" {
 		src.HasLaunchBound = true
 		for _, s := range strings.Split(c.allowed, ",") {
@@ -70,7 +80,7 @@ func (c *configFlags) loader(e *env) (func() config.Reading, error) {
 			}
 		}
 	}
-	return func() config.Reading { return config.Load(src) }, nil
+	return func() config.Reading { return config.Load(src) }
 }
 
 // options returns the runtime options of a command that starts a
@@ -79,10 +89,10 @@ func (c *configFlags) loader(e *env) (func() config.Reading, error) {
 // without a word), and the reading's warnings are printed. The runtime's
 // first reading is this one; reloads read again.
 func (c *configFlags) options(e *env, command string) (*rt.Options, error) {
-	load, err := c.loader(e)
-	if err != nil {
+	if _, err := maxConfigBytes(e); err != nil {
 		return nil, err
 	}
+	load := c.loader(e)
 	first := load()
 	if err := first.Err(); err != nil {
 		return nil, &configError{err: err}
