@@ -112,6 +112,19 @@ type ConfigObserved struct {
 	// Errors are source-level problems (a file that did not parse), each
 	// "file:line:col: message".
 	Errors []string `msgpack:"errors,omitempty" json:"errors,omitempty"`
+	// Shadowed are the entries not used because a source of higher
+	// priority defines a server of the same name, sorted by name then At.
+	Shadowed []ShadowedServer `msgpack:"shadowed,omitempty" json:"shadowed,omitempty"`
+}
+
+// ShadowedServer is a server entry a config reading did not use: the
+// first source that names a server wins it whole (see runtime/config).
+type ShadowedServer struct {
+	Name string `msgpack:"name" json:"name"`
+	// At is where the unused entry is written ("file:line:col").
+	At string `msgpack:"at" json:"at"`
+	// Winner is where the entry in use is written ("file:line:col").
+	Winner string `msgpack:"winner" json:"winner"`
 }
 
 // ApprovalDecided records a user's approve or reject of a gated server's

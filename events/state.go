@@ -44,6 +44,9 @@ const (
 	ReasonToolChanged     Reason = "tool_changed"
 	ReasonReconnect       Reason = "reconnect_requested"
 	ReasonInterrupted     Reason = "interrupted" // the session's mcpledger died without stopping
+	// ReasonDuplicate is a config entry not used because a source of
+	// higher priority defines the same server name (never a transition's).
+	ReasonDuplicate Reason = "duplicate"
 )
 
 // ErrorClass classifies why a connection attempt or a live session failed.

@@ -1,7 +1,8 @@
 // Package projections folds the journal into the views the runtime, the
 // CLI and replay read: the per-server [Status], the tool [Catalog] the agent
-// sees, the cross-session [ToolCache] behind deferred tools, and
-// [Approvals]. A projection changes only when an already journaled event is
+// sees, the cross-session [ToolCache] behind deferred tools,
+// [Approvals], and the [ConfigReport] (what the session's latest config
+// reading skipped, and why). A projection changes only when an already journaled event is
 // applied to it, so a live view and a replayed view come from the same code.
 //
 // # Usage

@@ -16,12 +16,14 @@ type Set struct {
 	Catalog *Catalog
 	// Approvals holds approval decisions across sessions.
 	Approvals *Approvals
+	// Config is what the current session's config reading left out.
+	Config *ConfigReport
 }
 
 // NewSet returns a set of empty projections.
 func NewSet() *Set {
 	cache := NewToolCache()
-	return &Set{Status: NewStatus(), Cache: cache, Catalog: NewCatalog(cache), Approvals: NewApprovals()}
+	return &Set{Status: NewStatus(), Cache: cache, Catalog: NewCatalog(cache), Approvals: NewApprovals(), Config: NewConfigReport()}
 }
 
 // Apply folds e into every projection of the set. Events must be applied in
@@ -31,12 +33,13 @@ func (s *Set) Apply(e events.Event) {
 	s.Catalog.Apply(e)
 	s.Status.Apply(e)
 	s.Approvals.Apply(e)
+	s.Config.Apply(e)
 }
 
 // NewSetFrom returns projections that continue h: they share h's tool
 // cache and approvals (so h must not be applied to any more), with the
-// per-session Status and Catalog empty, as they are before a new session
+// per-session Status, Catalog and Config empty, as they are before a new session
 // starts.
 func NewSetFrom(h *History) *Set {
-	return &Set{Status: NewStatus(), Cache: h.Cache, Catalog: NewCatalog(h.Cache), Approvals: h.Approvals}
+	return &Set{Status: NewStatus(), Cache: h.Cache, Catalog: NewCatalog(h.Cache), Approvals: h.Approvals, Config: NewConfigReport()}
 }

@@ -45,6 +45,8 @@ func (m *Manager) ReconnectFailed(ctx context.Context) error {
 
 // Reload re-reads the configuration and reconciles: added servers start,
 // removed ones stop, changed ones restart, unchanged ones are untouched.
+// A reading with a file that cannot be read whole changes no server: it
+// journals the errors only (see config.Reading.Err).
 func (m *Manager) Reload(ctx context.Context) error {
 	_, err := m.observeConfig(ctx, "manual")
 	return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -338,9 +339,17 @@ func (m *Manager) observeConfig(ctx context.Context, trigger string) (result, er
 }
 
 // observeLoaded submits an already loaded config reading.
+//
+// A reload (any trigger but start) that could not read some file whole
+// (lc.Err) is held: it journals the reading's errors, so that status and
+// the CLI show them, but keeps every server as the last reading had it,
+// with its spec and call settings. A file caught half-saved, or broken
+// by an edit, stops nothing; the next reading that can be read whole
+// applies as usual.
 func (m *Manager) observeLoaded(ctx context.Context, trigger string, lc config.Reading) (result, error) {
 	obs := lc.Observed
 	obs.Trigger = trigger
+	held := trigger != "start" && lc.Err() != nil
 	specs := map[string]config.Spec{}
 	for name, s := range lc.Specs {
 		specs[name] = s
@@ -358,6 +367,14 @@ func (m *Manager) observeLoaded(ctx context.Context, trigger string, lc config.R
 	sortServers(obs.Servers)
 	req := &request{ev: events.Event{Kind: events.KindConfigObserved, Payload: &obs}, durable: true}
 	req.prepare = func() {
+		if held {
+			errs := obs.Errors
+			obs = m.state.Config
+			obs.Trigger, obs.Errors = trigger, errs
+			obs.Servers = slices.Clone(obs.Servers) // completeConfig writes into them
+			m.completeConfig(&obs)
+			return
+		}
 		m.completeConfig(&obs)
 		m.specs = specs
 		m.setCallSettings(specs)

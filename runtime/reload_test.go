@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,4 +283,47 @@ func TestToolPinningWithholdsNewTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, m, "withheld cleared by re-approval", func(v *runtime.View) bool { return len(v.Catalog.Withheld) == 0 })
+}
+
+// TestReloadHeldWhileAFileIsUnusable: a config file broken by an edit
+// (here: truncated mid-save) stops nothing: the reload journals the
+// file's error, which the view's config report shows, and keeps every
+// server as it was (same process, same attempt, calls answered); once the
+// file reads whole again, the reload applies as usual.
+func TestReloadHeldWhileAFileIsUnusable(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	j, adapter := openJournal(t)
+	w := newWorkspace(t)
+	w.flagFile(map[string]any{"steady": srv(bin)})
+	m, _ := runtime.New(adapter, w.opts(true))
+	if rep, err := m.Start(t.Context()); err != nil || len(rep.Ready) != 1 {
+		t.Fatalf("start %v %+v", err, rep)
+	}
+	defer m.Close()
+	before := state(m.Snapshot(), "steady")
+	if err := os.WriteFile(w.flags, []byte("{\n  \"mcpServers\": {\n    \"steady\": {\"comm"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := waitFor(t, m, "the broken file's error", func(v *runtime.View) bool { return len(v.Config.Errors) > 0 })
+	if want := w.flags + ":3:21: unexpected end of JSON input"; !strings.HasPrefix(v.Config.Errors[0], want) {
+		t.Errorf("errors %q, want %q...", v.Config.Errors, want)
+	}
+	if s := state(v, "steady"); s.State != events.StateReady || s.PID != before.PID || s.Attempt != before.Attempt {
+		t.Errorf("steady during the broken file: %+v, was %+v", s, before)
+	}
+	if _, err := m.CallTool(t.Context(), "mcp__steady__echo", map[string]any{"message": "still here"}); err != nil {
+		t.Errorf("a call while the file is broken: %v", err)
+	}
+	w.flagFile(map[string]any{"steady": srv(bin), "added": srv(bin)})
+	v = waitFor(t, m, "added ready after the fix", func(v *runtime.View) bool {
+		return state(v, "added").State == events.StateReady && len(v.Config.Errors) == 0
+	})
+	if s := state(v, "steady"); s.PID != before.PID || s.Attempt != before.Attempt {
+		t.Errorf("steady after the fix: %+v, was %+v", s, before)
+	}
+	for _, e := range sessionEvents(t, j, m.Session()) {
+		if p, ok := e.Payload.(*events.ServerTransitioned); ok && e.Server == "steady" && p.To == events.StateStopped {
+			t.Errorf("steady was stopped: %+v", p)
+		}
+	}
 }

@@ -23,6 +23,9 @@ type View struct {
 	// Journal says whether the journal accepts appends: while it does not,
 	// the Manager refuses work and retries it (degraded.go).
 	Journal JournalHealth
+	// Config is what the latest config reading could not use: files and
+	// skipped entries, with the reasons.
+	Config projections.ConfigView
 
 	promptable []string
 
@@ -53,7 +56,7 @@ func settled(s events.ServerState) bool {
 }
 
 func buildView(sid uuid.UUID, seq uint64, set *projections.Set, live map[string]*conn, st fsm.State) *View {
-	v := &View{Session: sid, Seq: seq, Status: set.Status.Servers(), Catalog: set.Catalog.View(),
+	v := &View{Session: sid, Seq: seq, Status: set.Status.Servers(), Catalog: set.Catalog.View(), Config: set.Config.View(),
 		index: map[string]int{}, live: map[string]*conn{}, state: map[string]projections.ServerStatus{}}
 	for i, e := range v.Catalog.Tools {
 		v.index[e.Name] = i

@@ -12,12 +12,15 @@ import (
 // watchConfig reloads the configuration when one of its files changes
 // (config.Watch), until the Manager closes. A reading equal to the last
 // one (config.Equal: key order, whitespace, comments ignored) journals
-// nothing; its call settings, which are not journaled, apply as they are.
+// nothing; its call settings, which are not journaled, apply as they are
+// (unless a file could not be read: see observeLoaded).
 func (m *Manager) watchConfig(files []string, last events.ConfigObserved) {
 	err := config.Watch(m.ctx, files, func() []string {
 		lc := m.opts.Config()
 		if config.Equal(last, lc.Observed) {
-			m.setCallSettings(lc.Specs)
+			if lc.Err() == nil {
+				m.setCallSettings(lc.Specs)
+			}
 			return lc.Files
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, time.Minute)

@@ -55,6 +55,8 @@ func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	switch {
+	case cfg == nil && lc.Err() != nil:
+		return &configError{err: lc.Err()}
 	case cfg == nil:
 		return fmt.Errorf("%s: no server %q in the config of workspace %s", verb, name, lc.Observed.Workspace)
 	case !cfg.Gated:

@@ -196,7 +196,13 @@ func TestArchiveBadInput(t *testing.T) {
 	if got := sessions(); got != want {
 		t.Errorf("a refused archive changed the journal:\n%s\nwant\n%s", got, want)
 	}
-	r = runCLI(t, "run", "--once", "--retain", "45d", "--journal", path)
+	// A config with one (disabled) server: with none, run --once exits 5.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"off": {"command": "x", "disabled": true}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "run", "--once", "--retain", "45d", "--journal", path, "--mcp-config", cfg, "--workspace", filepath.Dir(cfg))
 	if r.err != nil || !strings.Contains(r.stderr, "archived 2 sessions") {
 		t.Errorf("run --retain: %v\n%s", r.err, r.stderr)
 	}

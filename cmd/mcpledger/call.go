@@ -74,15 +74,15 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 			out.Text = guard.WrapOutput(server, name, out.Text)
 		}
 	} else {
+		opts, err := cf.options(c.env, "call")
+		if err != nil {
+			return err
+		}
 		j, _, err := f.openWritable()
 		if err != nil {
 			return err
 		}
 		defer j.Close()
-		opts, err := cf.options(c.env, "call")
-		if err != nil {
-			return err
-		}
 		m, err := rt.New(storeJournal{j.Journal}, opts)
 		if err != nil {
 			return err
@@ -91,6 +91,7 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 			m.Close()
 			return err
 		}
+		printConfigReport(c.env.stderr, m.Snapshot().Config, projections.ConfigView{})
 		out, err = m.CallToolWith(ctx, tool, a, &rt.CallOptions{Caller: "cli", UserApproved: "mcpledger call", Wrap: *wrap})
 		if cerr := m.Shutdown("call"); err == nil {
 			err = cerr

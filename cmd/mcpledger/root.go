@@ -184,9 +184,19 @@ Common flags:
                    default $XDG_STATE_HOME/mcpledger/journal.db,
                    or ~/.local/state/mcpledger/journal.db)
 
-Exit status: 0 ok, 1 error, 2 bad command line, 3 a call's outcome is unknown
-(the server, or the mcpledger serving the call, was lost with the call in
-flight: it may or may not have run; mcpledger log shows it as lost).
+Exit status:
+  0    ok
+  1    error (run --once: a server ended failed, or a config entry is invalid)
+  2    bad command line
+  3    a call's outcome is unknown (the server, or the mcpledger serving the
+       call, was lost with the call in flight: it may or may not have run;
+       mcpledger log shows it as lost)
+  4    a config file cannot be used (run, serve, call): missing --mcp-config
+       file, a directory, unreadable, over the size limit (1 MiB; env
+       MCPLEDGER_CONFIG_MAX_BYTES), empty, not JSON, not a JSON object, or
+       "mcpServers" null or not an object; nothing was started
+  5    run --once: the config names no server, or only invalid entries
+  130  interrupted (Ctrl-C, SIGTERM)
 `
 
 // usageError is a command line that cannot run. It exits with status 2.
@@ -215,5 +225,5 @@ func exitCode(err error) int {
 	case errors.Is(err, control.ErrOutcomeUnknown), errors.Is(err, rt.ErrOutcomeUnknown):
 		return exitOutcomeUnknown
 	}
-	return 1
+	return configExitCode(err)
 }

@@ -22,33 +22,36 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags("run", "[--once] [--watch=true] [--retain DURATION] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
 	var cf configFlags
 	cf.register(f)
-	once := f.Bool("once", false, "settle every server, print status, stop; exit 1 if any server ended failed")
+	once := f.Bool("once", false, "settle every server, print status, stop; exit 1 if any server ended failed or is invalid, 5 if none can run")
 	watch := f.Bool("watch", true, "reload when a config file changes (debounced 300 ms; only changed servers restart)")
 	retain := f.String("retain", "", "first archive sessions that ended more than `DURATION` ago (e.g. 30d), beside the journal")
 	if err := f.parse(args); err != nil {
 		return err
 	}
+	var age time.Duration
 	if *retain != "" {
-		age, err := parseAge(*retain)
-		if err != nil {
+		var err error
+		if age, err = parseAge(*retain); err != nil {
 			return usageErrorf("run: --retain %s", err)
-		}
-		if err := c.retain(ctx, f, age); err != nil {
-			return err
 		}
 	}
 	// The state printer and this goroutine both write to stderr.
 	tty := isTerminal(c.env.stderr)
 	c.env.stderr = &syncWriter{w: c.env.stderr}
+	opts, err := cf.options(c.env, "run") // a config that cannot be used stops here
+	if err != nil {
+		return err
+	}
+	if *retain != "" {
+		if err := c.retain(ctx, f, age); err != nil {
+			return err
+		}
+	}
 	j, path, err := f.openWritable()
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	opts, err := cf.options(c.env, "run")
-	if err != nil {
-		return err
-	}
 	opts.Watch = *watch
 	m, err := rt.New(storeJournal{j.Journal}, opts)
 	if err != nil {
@@ -62,29 +65,30 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		m.Close()
 		return err
 	}
-	for _, e := range rep.Errors {
-		fmt.Fprintln(c.env.stderr, "config:", e)
-	}
 	j.SetManager(m) // status, tools, call and the rest reach it over the control socket
+	if !*once {
+		keepOn := "mcpledger keeps running: it reloads when a config file changes, and on `mcpledger reload`"
+		if !*watch {
+			keepOn = "mcpledger keeps running: `mcpledger reload` reads the config again"
+		}
+		reportIdle(c.env.stderr, m.Status(), cf.files, keepOn)
+	}
 	fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
 		m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
 	if *once {
 		settle(ctx, m)
 		stopWatch()
-		printStatus(c.env.stdout, m.Status(), time.Now(), "STATE")
-		failed := 0
-		for _, s := range m.Status() {
-			if s.State == events.StateFailed {
-				failed++
-			}
+		rows := m.Status()
+		printStatus(c.env.stdout, rows, time.Now(), "STATE")
+		verdict := onceVerdict(rows, cf.files)
+		if _, none := verdict.(*nothingToRunError); !none && idleReason(rows, cf.files) != "" {
+			fmt.Fprintln(c.env.stderr, idleReason(rows, cf.files))
+			printHeld(c.env.stderr, rows)
 		}
 		if err := m.Shutdown("run --once"); err != nil {
 			return err
 		}
-		if failed > 0 {
-			return fmt.Errorf("%d server(s) ended failed", failed)
-		}
-		return nil
+		return verdict
 	}
 	<-ctx.Done()
 	stopWatch()
@@ -129,8 +133,9 @@ func settle(ctx context.Context, m *rt.Manager) {
 	}
 }
 
-// watchStates prints every server state change to w as it happens, and
-// says when a server starts waiting for an approval. On a terminal, until
+// watchStates prints every server state change to w as it happens, says
+// when a server starts waiting for an approval, and prints what each
+// config reading skips (printConfigReport). On a terminal, until
 // startupDone is called, it keeps one live line per server (state and
 // elapsed time) redrawn in place instead. stop ends it and waits.
 func watchStates(m *rt.Manager, w io.Writer, tty bool) (startupDone, stop func()) {
@@ -143,6 +148,7 @@ func watchStates(m *rt.Manager, w io.Writer, tty bool) (startupDone, stop func()
 	go func() { // owned: stop() ends it and waits
 		defer close(done)
 		last := map[string]projections.ServerStatus{}
+		var cfg configReporter
 		settledAt := map[string]time.Duration{}
 		promptable := map[string]bool{}
 		t0 := time.Now()
@@ -185,10 +191,15 @@ func watchStates(m *rt.Manager, w io.Writer, tty bool) (startupDone, stop func()
 					redraw()
 					live = false
 				}
+				cfg.report(w, m.Snapshot()) // before what Start's caller prints
 				close(redrawn)
 				continue
 			case <-quit:
+				cfg.report(w, m.Snapshot())
 				return
+			}
+			if cfg.report(w, v) > 0 {
+				drawn = 0 // the live block starts again below
 			}
 			for _, s := range v.Status {
 				p, seen := last[s.Name]

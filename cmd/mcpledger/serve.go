@@ -89,14 +89,17 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	flushConfig, stopFollow := followConfig(m, c.env.stderr)
+	defer stopFollow()
 	rep, err := m.Start(ctx)
 	if err != nil {
 		m.Close()
 		return err
 	}
-	for _, e := range rep.Errors {
-		fmt.Fprintln(c.env.stderr, "config:", e)
-	}
+	// Nothing to serve yet is no reason to stop: a reload, an approval
+	// (asked by elicitation) or trust may admit a server later.
+	flushConfig()
+	reportIdle(c.env.stderr, m.Status(), cf.files, "serving an empty catalog until a reload or a decision admits one")
 	if err := gw.Attach(ctx, m); err != nil {
 		m.Shutdown("serve: " + err.Error())
 		gw.Close()

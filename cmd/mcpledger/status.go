@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -37,7 +38,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		v := last.set.Status.View()
-		res = statusResult{StatusResult: control.StatusResult{Session: v.Session, Servers: v.Servers}}
+		res = statusResult{StatusResult: control.StatusResult{Session: v.Session, Servers: v.Servers, Config: last.set.Config.View()}}
 		if last.info.LastTime != 0 {
 			res.LastEvent = time.Unix(0, last.info.LastTime).UTC().Format(time.RFC3339Nano)
 		}
@@ -57,6 +58,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.stdout, "session %s (running)\n", res.Session)
 		printJournalHealth(c.env.stdout, res.Journal, now)
 		printStatus(c.env.stdout, res.Servers, now, "STATE")
+		printConfigSection(c.env.stdout, res.Config)
 		return nil
 	case res.Session == "":
 		fmt.Fprintln(c.env.stdout, "no mcpledger is running, and the journal has no session yet")
@@ -72,7 +74,25 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(c.env.stdout, "its servers as they stood when it began to end:")
 	printStatus(c.env.stdout, res.Servers, now, "AT THE END")
+	printConfigSection(c.env.stdout, res.Config)
 	return nil
+}
+
+// printConfigSection writes what the session's latest config reading
+// could not use, if anything: file errors, then skipped entries.
+func printConfigSection(w io.Writer, v projections.ConfigView) {
+	if len(v.Errors) > 0 {
+		fmt.Fprintln(w, "config errors:")
+		for _, e := range v.Errors {
+			fmt.Fprintln(w, " ", e)
+		}
+	}
+	if len(v.Skipped) > 0 {
+		fmt.Fprintln(w, "config entries skipped:")
+		for _, s := range v.Skipped {
+			fmt.Fprintln(w, " ", strings.TrimPrefix(skippedLine(s), "skipped "))
+		}
+	}
 }
 
 // statusResult is the `status --json` shape: the session, whether an

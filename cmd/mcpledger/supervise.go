@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpledger/mcpledger/fsm"
@@ -21,6 +23,8 @@ type configFlags struct {
 	workspace string
 	allowed   string
 	verbose   bool
+	// files are the config files the first reading consulted (options).
+	files []string
 }
 
 type multiFlag struct{ vals *[]string }
@@ -38,7 +42,26 @@ func (c *configFlags) register(f *commandFlags) {
 	f.BoolVar(&c.verbose, "verbose", false, "log runtime warnings to stderr")
 }
 
+// maxConfigEnv raises the size limit of a config file (bytes).
+const maxConfigEnv = "MCPLEDGER_CONFIG_MAX_BYTES"
+
+// maxConfigBytes reads MCPLEDGER_CONFIG_MAX_BYTES: 0 (the default) when
+// it is unset.
+func maxConfigBytes(e *env) (int64, error) {
+	s := e.getenv(maxConfigEnv)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a number of bytes above 0, like %d (the default)", maxConfigEnv, s, config.DefaultMaxFileBytes)
+	}
+	return n, nil
+}
+
 // loader returns the config loader the runtime calls at start and reload.
+// A malformed MCPLEDGER_CONFIG_MAX_BYTES leaves the default limit (options
+// refuses it first).
 func (c *configFlags) loader(e *env) func() config.Reading {
 	ws := c.workspace
 	if ws == "" {
@@ -47,7 +70,8 @@ func (c *configFlags) loader(e *env) func() config.Reading {
 	home := e.getenv("HOME")
 	lookup := func(k string) (string, bool) { return os.LookupEnv(k) }
 	src := config.Sources{Flags: c.configs, Workspace: ws, UserDir: config.UserDir(lookup, home),
-		LookupEnv: lookup, Home: home}
+		LookupEnv: lookup, Home: home, RaiseLimit: "raise the limit: " + maxConfigEnv + "=BYTES"}
+	src.MaxFileBytes, _ = maxConfigBytes(e)
 	if c.allowed != "" {
 		src.HasLaunchBound = true
 		for _, s := range strings.Split(c.allowed, ",") {
@@ -59,8 +83,34 @@ func (c *configFlags) loader(e *env) func() config.Reading {
 	return func() config.Reading { return config.Load(src) }
 }
 
+// options returns the runtime options of a command that starts a
+// session. It reads the configuration first: a file that cannot be used
+// refuses the start with a configError (its servers would be missing
+// without a word), and the reading's warnings are printed. The runtime's
+// first reading is this one; reloads read again.
 func (c *configFlags) options(e *env, command string) (*rt.Options, error) {
-	o := &rt.Options{Config: c.loader(e), Command: command, Build: buildID(), Version: version()}
+	if _, err := maxConfigBytes(e); err != nil {
+		return nil, err
+	}
+	load := c.loader(e)
+	first := load()
+	if err := first.Err(); err != nil {
+		return nil, &configError{err: err}
+	}
+	for _, w := range first.Warnings {
+		fmt.Fprintln(e.stderr, "config: warning:", w)
+	}
+	c.files = first.Files
+	var once sync.Once
+	cfg := func() config.Reading {
+		r, reread := first, true
+		once.Do(func() { reread = false })
+		if reread {
+			r = load()
+		}
+		return r
+	}
+	o := &rt.Options{Config: cfg, Command: command, Build: buildID(), Version: version()}
 	// This binary is the runtime's reaper too (main calls
 	// RunShimIfRequested): servers' process groups end even if mcpledger
 	// is killed.

@@ -19,7 +19,8 @@ import (
 // itself: the caller passes os.LookupEnv and the home directory.
 //
 // Sources, highest priority first; the first source that defines a name
-// wins it whole (entries are never merged field by field):
+// wins it whole (entries are never merged field by field; the entries it
+// shadows are listed in ConfigObserved.Shadowed):
 //
 //  1. each of Flags (--mcp-config FILE, repeatable): an earlier flag wins
 //     over a later one, as the first source named wins everywhere else;
@@ -49,7 +50,24 @@ type Sources struct {
 	// Home is the home directory, for a leading ~ in command, cwd and
 	// trustedFolders. Empty makes such a server invalid.
 	Home string
+	// MaxFileBytes bounds the size of each config file: a larger one is
+	// refused before it is parsed (it is unusable, see Reading.Unusable).
+	// 0 means DefaultMaxFileBytes.
+	MaxFileBytes int64
+	// RaiseLimit says how the user raises MaxFileBytes (for example "set
+	// MCPLEDGER_CONFIG_MAX_BYTES"); the refusal quotes it.
+	RaiseLimit string
 }
+
+// DefaultMaxFileBytes is the size limit of one config file: 1 MiB, room
+// for thousands of hand-written entries (a few hundred bytes each). A
+// config file is read whole, and what it says is journaled with every
+// reading that changes it.
+const DefaultMaxFileBytes = 1 << 20
+
+// ErrUnusable is returned by [Reading.Err] when a config file cannot be
+// used at all.
+var ErrUnusable = errors.New("config: a config file cannot be used")
 
 // Spec is one server's resolved configuration: what the runtime
 // runs. It holds expanded secrets and lives in memory only; only Config
@@ -95,12 +113,30 @@ type Reading struct {
 	// disabled, by name. Secrets: never journal or log it.
 	Specs map[string]Spec
 	// Warnings are problems that do not stop anything (unknown fields,
-	// shadowed servers, ignored settings). They never quote env or header
-	// values.
+	// ignored settings; shadowed servers are in Observed.Shadowed). They
+	// never quote env or header values.
 	Warnings []string
 	// Files is every path consulted, existing or not, and the drop-in
 	// directory, in the order read: what a watcher should watch.
 	Files []string
+	// Unusable are the problems, also in Observed.Errors, of files that
+	// contribute nothing: a --mcp-config file that does not exist, a
+	// directory, a file that cannot be read, is over the size limit, is
+	// empty, is not JSON or not an object, or whose "mcpServers" is null
+	// or not an object; and a drop-in directory that cannot be listed.
+	// Each is "path[:line:col]: what is wrong; what to do". The servers
+	// such a file defines are missing from the reading, so a caller
+	// starting a session should refuse (see [Reading.Err]).
+	Unusable []string
+}
+
+// Err returns nil when every config file could be used, and otherwise an
+// error wrapping [ErrUnusable] that lists Unusable, one a line.
+func (r *Reading) Err() error {
+	if len(r.Unusable) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w:\n  %s", ErrUnusable, strings.Join(r.Unusable, "\n  "))
 }
 
 // UserDir returns $XDG_CONFIG_HOME/mcpledger, falling back to
@@ -120,8 +156,9 @@ func UserDir(lookupEnv func(string) (string, bool), home string) string {
 
 // Load reads every source in src, merges them by priority, expands
 // variables and validates each entry. It never fails as a whole: a
-// source that cannot be read or parsed is reported in Observed.Errors and
-// contributes nothing, and an entry that cannot be used is reported in
+// source that cannot be read or parsed (or is over src.MaxFileBytes, or
+// empty) is reported in Observed.Errors and Unusable and contributes
+// nothing, and an entry that cannot be used is reported in
 // its ServerConfig.Invalid without affecting the others. It reads only
 // the files and src (never the process environment), and is safe to call
 // from several goroutines.
@@ -167,9 +204,14 @@ func Load(src Sources) Reading {
 		cf   configFile
 	}
 	var files []file
+	limit := src.MaxFileBytes
+	if limit <= 0 {
+		limit = DefaultMaxFileBytes
+	}
 	read := func(path string, scope events.Scope, explicit bool) configFile {
 		lc.Files = append(lc.Files, path)
-		data, err := os.ReadFile(path)
+		data, err := readLimited(path, limit)
+		var tl *tooLargeError
 		switch {
 		case err == nil:
 			return parseConfigFile(path, data, scope, scope == events.ScopeUser)
@@ -177,6 +219,12 @@ func Load(src Sources) Reading {
 			return configFile{}
 		case errors.Is(err, fs.ErrNotExist):
 			return configFile{errs: []string{path + ": --mcp-config file does not exist: check the path"}}
+		case errors.As(err, &tl):
+			msg := fmt.Sprintf("%s: the file is larger than the %s limit for a config file; it is not read: shrink it (one file per server in servers.d/ works too)", path, byteSize(limit))
+			if src.RaiseLimit != "" {
+				msg += ", or " + src.RaiseLimit
+			}
+			return configFile{errs: []string{msg}}
 		}
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -216,7 +264,9 @@ func Load(src Sources) Reading {
 		lc.Files = append(lc.Files, dir)
 		entries, err := os.ReadDir(dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			obs.Errors = append(obs.Errors, fmt.Sprintf("%s: cannot list drop-ins: %v; check that it is a readable directory", dir, err))
+			msg := fmt.Sprintf("%s: cannot list drop-ins: %v; check that it is a readable directory", dir, err)
+			obs.Errors = append(obs.Errors, msg)
+			lc.Unusable = append(lc.Unusable, msg)
 		}
 		for _, e := range entries { // sorted by name
 			if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".json") {
@@ -230,17 +280,18 @@ func Load(src Sources) Reading {
 
 	// Merge: the first source that names a server wins it.
 	var order []parsedServer
-	winner := map[string]string{} // name -> source path
+	winner := map[string]*parsedServer{}
 	for _, f := range files {
 		obs.Errors = append(obs.Errors, f.cf.errs...)
+		lc.Unusable = append(lc.Unusable, f.cf.errs...)
 		obs.Errors = append(obs.Errors, f.cf.settingErrs...)
 		lc.Warnings = append(lc.Warnings, f.cf.warnings...)
-		for _, ps := range f.cf.servers {
+		for i, ps := range f.cf.servers {
 			if w, ok := winner[ps.cfg.Name]; ok {
-				lc.Warnings = append(lc.Warnings, fmt.Sprintf("%s: server %q is shadowed by the one in %s, which has priority", f.path, ps.cfg.Name, w))
+				obs.Shadowed = append(obs.Shadowed, events.ShadowedServer{Name: ps.cfg.Name, At: ps.pos, Winner: w.pos})
 				continue
 			}
-			winner[ps.cfg.Name] = f.path
+			winner[ps.cfg.Name] = &f.cf.servers[i]
 			for _, w := range ps.warnings {
 				lc.Warnings = append(lc.Warnings, fmt.Sprintf("%s: server %q: %s", f.path, ps.cfg.Name, w))
 			}
@@ -261,6 +312,7 @@ func Load(src Sources) Reading {
 		obs.Servers = append(obs.Servers, ps.cfg)
 	}
 	slices.SortFunc(obs.Servers, func(a, b events.ServerConfig) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(obs.Shadowed, func(a, b events.ShadowedServer) int { return strings.Compare(a.Name, b.Name) })
 
 	s := user.settings
 	obs.Allowed, obs.HasAllowed, obs.Excluded = s.allowed, s.hasAllowed, s.excluded
@@ -281,7 +333,7 @@ func settle(ps *parsedServer, src *Sources, base string) (spec Spec, ok bool) {
 	}
 	spec, problems := resolve(ps, src.LookupEnv, src.Home, base)
 	if len(problems) > 0 {
-		ps.cfg.Invalid = fmt.Sprintf("server %q: %s", ps.cfg.Name, strings.Join(problems, "; "))
+		ps.cfg.Invalid = fmt.Sprintf("server %q: %s (%s)", ps.cfg.Name, strings.Join(problems, "; "), ps.pos)
 		return Spec{}, false
 	}
 	return spec, true
@@ -488,7 +540,7 @@ func absPath(p string) string {
 // Trigger is ignored. Servers compare by name, whatever their order, and
 // every field except RecentLaunches, RecentCrashes and Approval counts; args order
 // counts, env and header order does not, tool filters compare as sets.
-// Allowed, Excluded, LaunchBound and Errors compare as sets, but an
+// Allowed, Excluded, LaunchBound, Errors and Shadowed compare as sets, but an
 // absent allow-list or launch bound differs from an empty one (absent
 // allows all, empty denies all). Nil and empty slices are equal otherwise.
 func Equal(a, b events.ConfigObserved) bool {
@@ -497,7 +549,7 @@ func Equal(a, b events.ConfigObserved) bool {
 		a.HasLaunchBound != b.HasLaunchBound ||
 		!setEqual(a.Allowed, b.Allowed) || !setEqual(a.Excluded, b.Excluded) ||
 		!setEqual(a.LaunchBound, b.LaunchBound) || !setEqual(a.Errors, b.Errors) ||
-		len(a.Servers) != len(b.Servers) {
+		!shadowedEqual(a.Shadowed, b.Shadowed) || len(a.Servers) != len(b.Servers) {
 		return false
 	}
 	bs := make(map[string]*events.ServerConfig, len(b.Servers))
@@ -523,6 +575,17 @@ func serverEqual(x, y *events.ServerConfig) bool {
 		x.ProtocolVersion == y.ProtocolVersion &&
 		setEqual(x.IncludeTools, y.IncludeTools) && setEqual(x.ExcludeTools, y.ExcludeTools) &&
 		x.Hash == y.Hash && x.Invalid == y.Invalid && x.Gated == y.Gated
+}
+
+func shadowedEqual(a, b []events.ShadowedServer) bool {
+	key := func(ss []events.ShadowedServer) []string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = s.Name + "\x00" + s.At + "\x00" + s.Winner
+		}
+		return out
+	}
+	return setEqual(key(a), key(b))
 }
 
 func setEqual(a, b []string) bool {

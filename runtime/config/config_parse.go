@@ -34,6 +34,7 @@ type configFile struct {
 // and headers, for expansion only.
 type parsedServer struct {
 	cfg      events.ServerConfig
+	pos      string      // where the entry is: "path:line:col"
 	env      []events.KV // as written, sorted by key
 	headers  []events.KV // as written, sorted by key
 	args     []string    // as written (cfg.Args is redacted: see guard.RedactArgs)
@@ -77,7 +78,7 @@ func parseConfigFile(path string, data []byte, scope events.Scope, withSettings 
 	var f configFile
 	data = stripJSONC(data)
 	if len(bytes.TrimSpace(data)) == 0 {
-		f.warnings = append(f.warnings, path+": file is empty; it defines no servers")
+		f.errs = append(f.errs, path+`: the file is empty (or holds only comments); write {"mcpServers": {}} for a file without servers, or remove it`)
 		return f
 	}
 	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
@@ -105,6 +106,7 @@ func parseConfigFile(path string, data []byte, scope events.Scope, withSettings 
 		switch m.key {
 		case keyServers, keyServersAlias:
 			if isNull(m.val) {
+				f.errs = append(f.errs, fmt.Sprintf(`%s: %q is null; write an object mapping server names to entries, like {"name": {"command": "..."}}, or {} for none; the file is ignored until it is fixed`, position(path, data, m.off), m.key))
 				continue
 			}
 			ms, ok := objectMembers(m.val, m.off)
@@ -200,7 +202,8 @@ var knownFields = []string{"type", "command", "args", "env", "cwd", "url", "head
 // parseServer reads one server entry as written.
 func parseServer(path string, data []byte, m member, scope events.Scope) (p parsedServer) {
 	name := m.key
-	p = parsedServer{cfg: events.ServerConfig{Name: name, Source: path, Scope: scope, Gated: scope == events.ScopeProject}}
+	p = parsedServer{cfg: events.ServerConfig{Name: name, Source: path, Scope: scope, Gated: scope == events.ScopeProject},
+		pos: position(path, data, m.off)}
 	defer func() {
 		p.cfg.Env = events.RedactKVs(p.env)
 		p.cfg.Headers = events.RedactKVs(p.headers)
@@ -211,7 +214,7 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 		p.cfg.Args, p.cfg.URL = guard.RedactArgs(p.cfg.Args), guard.Redactor{}.RedactString(p.cfg.URL)
 		p.cfg.Hash = events.ConfigHash(&p.cfg)
 		if len(p.problems) > 0 {
-			p.cfg.Invalid = fmt.Sprintf("server %q: %s (%s)", name, strings.Join(p.problems, "; "), position(path, data, m.off))
+			p.cfg.Invalid = fmt.Sprintf("server %q: %s (%s)", name, strings.Join(p.problems, "; "), p.pos)
 		}
 	}()
 	if name == "" || strings.ContainsFunc(name, isControl) {

@@ -3,11 +3,13 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -116,14 +118,21 @@ func TestConfigPrecedence(t *testing.T) {
 			if !slices.IsSortedFunc(lc.Observed.Servers, func(a, b events.ServerConfig) int { return strings.Compare(a.Name, b.Name) }) {
 				t.Error("servers not sorted by name")
 			}
-			shadowed := 0
-			for _, w := range lc.Warnings {
-				if strings.Contains(w, `server "shared" is shadowed`) {
-					shadowed++
+			// Each entry of "shared" but the winner is journaled as
+			// shadowed, in source order, naming the winner's entry.
+			var losers []string
+			for _, p := range []string{"flag1", "flag2", "project", "user", "dropA", "dropB"} {
+				if slices.Contains(tt.present, p) && p != tt.wantFrom {
+					losers = append(losers, paths[p])
 				}
 			}
-			if shadowed != len(tt.present)-1 {
-				t.Errorf("%d shadow warnings, want %d: %q", shadowed, len(tt.present)-1, lc.Warnings)
+			if len(lc.Observed.Shadowed) != len(losers) {
+				t.Fatalf("shadowed %+v, want %d entries", lc.Observed.Shadowed, len(losers))
+			}
+			for i, sh := range lc.Observed.Shadowed {
+				if sh.Name != "shared" || sh.At != losers[i]+":1:27" || sh.Winner != paths[tt.wantFrom]+":1:27" {
+					t.Errorf("shadowed[%d] = %+v, want shared at %s:1:27 lost to %s:1:27", i, sh, losers[i], paths[tt.wantFrom])
+				}
 			}
 			// Only the explicitly named flag files are errors when missing.
 			wantErrs := 0
@@ -501,6 +510,9 @@ func TestConfigEqual(t *testing.T) {
 		{"launch bound absent vs empty", func(o *events.ConfigObserved) { o.HasLaunchBound = true }, false},
 		{"trust", func(o *events.ConfigObserved) { o.Trusted = true }, false},
 		{"errors", func(o *events.ConfigObserved) { o.Errors = []string{"x:1:1: bad"} }, false},
+		{"shadowed", func(o *events.ConfigObserved) {
+			o.Shadowed = []events.ShadowedServer{{Name: "a", At: "/y.json:1:1", Winner: "/x.json:2:2"}}
+		}, false},
 	}
 	for _, tt := range tests {
 		a, b := base(), base()
@@ -510,6 +522,27 @@ func TestConfigEqual(t *testing.T) {
 		}
 		if got := Equal(b, a); got != tt.want {
 			t.Errorf("%s (swapped): Equal = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	// Shadowed entries compare as a set of (name, at, winner).
+	sh := func(at ...string) events.ConfigObserved {
+		var o events.ConfigObserved
+		for _, a := range at {
+			o.Shadowed = append(o.Shadowed, events.ShadowedServer{Name: "n", At: a, Winner: "/w.json:1:1"})
+		}
+		return o
+	}
+	for _, tt := range []struct {
+		a, b events.ConfigObserved
+		want bool
+	}{
+		{sh("/a:1:1", "/b:1:1"), sh("/b:1:1", "/a:1:1"), true},
+		{sh("/a:1:1"), sh("/b:1:1"), false},
+		{sh("/a:1:1"), events.ConfigObserved{Shadowed: []events.ShadowedServer{{Name: "n", At: "/a:1:1", Winner: "/v.json:1:1"}}}, false},
+		{sh("/a:1:1"), events.ConfigObserved{Shadowed: []events.ShadowedServer{{Name: "m", At: "/a:1:1", Winner: "/w.json:1:1"}}}, false},
+	} {
+		if got := Equal(tt.a, tt.b); got != tt.want {
+			t.Errorf("Equal(%+v, %+v) = %v, want %v", tt.a.Shadowed, tt.b.Shadowed, got, tt.want)
 		}
 	}
 	// Absent servers and excluded lists equal empty ones.
@@ -542,6 +575,131 @@ func TestUserConfigDir(t *testing.T) {
 	for _, tt := range tests {
 		if got := UserDir(tt.env.lookup, tt.home); got != tt.want {
 			t.Errorf("UserDir(%v, %q) = %q, want %q", tt.env, tt.home, got, tt.want)
+		}
+	}
+}
+
+// TestConfigUnusable: every file that cannot be used is reported in
+// Unusable (and Observed.Errors) with its path, the position where one
+// applies, and what to do, and contributes nothing; Err lists them.
+func TestConfigUnusable(t *testing.T) {
+	tests := []struct {
+		name    string
+		content *string // nil: the path does not exist
+		dir     bool
+		want    string // after the path
+	}{
+		{"missing", nil, false, ": --mcp-config file does not exist: check the path"},
+		{"directory", nil, true, ": cannot read: is a directory; check that it is a readable file"},
+		{"invalid JSON", ptr("{\n  \"mcpServers\": {\n"), false, ":3:1: unexpected end of JSON input; fix the JSON syntax"},
+		{"array", ptr("[]"), false, `:1:1: the file must hold a JSON object like {"mcpServers"`},
+		{"empty", ptr(""), false, `: the file is empty (or holds only comments); write {"mcpServers": {}} for a file without servers, or remove it`},
+		{"only a comment", ptr("// nothing yet\n"), false, `: the file is empty (or holds only comments)`},
+		{"mcpServers null", ptr(`{"mcpServers":null}`), false, `:1:15: "mcpServers" is null; write an object mapping server names to entries`},
+		{"servers null", ptr(`{"servers": null}`), false, `:1:13: "servers" is null; write an object`},
+		{"mcpServers array", ptr(`{"mcpServers": []}`), false, `:1:16: "mcpServers" must be an object mapping server names to entries`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, user := configDirs(t)
+			p := filepath.Join(ws, "c.json")
+			switch {
+			case tt.dir:
+				if err := os.Mkdir(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			case tt.content != nil:
+				writeConfig(t, p, *tt.content)
+			}
+			writeConfig(t, filepath.Join(user, "config.json"), servers(`"ok": `+stdio("ok")))
+			lc := Load(Sources{Flags: []string{p}, Workspace: ws, UserDir: user})
+			if len(lc.Unusable) != 1 || lc.Unusable[0] != p+tt.want && !strings.HasPrefix(lc.Unusable[0], p+tt.want) {
+				t.Fatalf("unusable %q, want one starting %q", lc.Unusable, p+tt.want)
+			}
+			if !slices.Equal(lc.Observed.Errors, lc.Unusable) {
+				t.Errorf("errors %q, want the unusable file's", lc.Observed.Errors)
+			}
+			if len(lc.Observed.Servers) != 1 || lc.Observed.Servers[0].Name != "ok" {
+				t.Errorf("servers %+v, want only the user's", lc.Observed.Servers)
+			}
+			err := lc.Err()
+			if !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), "\n  "+lc.Unusable[0]) {
+				t.Errorf("Err() = %v, want ErrUnusable listing %q", err, lc.Unusable[0])
+			}
+		})
+	}
+	// A usable reading has no Err; a malformed setting is an error of
+	// the reading (it fails closed) but leaves the file usable.
+	ws, user := configDirs(t)
+	writeConfig(t, filepath.Join(user, "config.json"), `{"allowed": 5, "mcpServers": {}}`)
+	writeConfig(t, filepath.Join(ws, ".mcp.json"), `{}`)
+	lc := Load(Sources{Workspace: ws, UserDir: user})
+	if err := lc.Err(); err != nil || len(lc.Unusable) != 0 || len(lc.Observed.Errors) != 1 {
+		t.Errorf("Err() = %v, unusable %q, errors %q; want nil, none, one (the setting)", err, lc.Unusable, lc.Observed.Errors)
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// TestConfigSizeLimit: a file over the limit is refused before it is
+// parsed, with the limit and how to raise it; one at the limit is read.
+func TestConfigSizeLimit(t *testing.T) {
+	ws, _ := configDirs(t)
+	p := filepath.Join(ws, "c.json")
+	body := servers(`"a": ` + stdio("srv"))
+	pad := func(n int) string { return body + strings.Repeat(" ", n-len(body)) }
+
+	writeConfig(t, p, pad(1000))
+	lc := Load(Sources{Flags: []string{p}, MaxFileBytes: 1000})
+	if lc.Err() != nil || len(lc.Observed.Servers) != 1 {
+		t.Fatalf("a file at the limit: %v, servers %+v", lc.Err(), lc.Observed.Servers)
+	}
+	writeConfig(t, p, pad(1001))
+	lc = Load(Sources{Flags: []string{p}, MaxFileBytes: 1000, RaiseLimit: "set LIMIT=BYTES"})
+	want := p + ": the file is larger than the 1000 bytes limit for a config file; it is not read: shrink it (one file per server in servers.d/ works too), or set LIMIT=BYTES"
+	if !slices.Equal(lc.Unusable, []string{want}) || len(lc.Observed.Servers) != 0 {
+		t.Fatalf("unusable %q servers %+v, want %q", lc.Unusable, lc.Observed.Servers, want)
+	}
+	// The default is 1 MiB; a pipe (no size to stat) is cut after it.
+	big := pad(DefaultMaxFileBytes + 1)
+	writeConfig(t, p, big)
+	lc = Load(Sources{Flags: []string{p}})
+	if len(lc.Unusable) != 1 || !strings.Contains(lc.Unusable[0], "larger than the 1 MiB limit") || strings.Contains(lc.Unusable[0], ", or ") {
+		t.Errorf("default limit: %q", lc.Unusable)
+	}
+	fifo := filepath.Join(ws, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	go func() { // the reader stops after limit+1 bytes: closing ends the writer
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_, _ = f.WriteString(big)
+	}()
+	lc = Load(Sources{Flags: []string{fifo}, MaxFileBytes: 1 << 10})
+	if len(lc.Unusable) != 1 || !strings.Contains(lc.Unusable[0], "larger than the 1 KiB limit") {
+		t.Errorf("pipe over the limit: %q", lc.Unusable)
+	}
+}
+
+// TestConfigResolveProblemPosition: a problem found when expanding an
+// entry (an unset ${VAR}, a URL that is malformed after expansion, a line
+// break in a header) names the entry's file:line:col, as parse problems do.
+func TestConfigResolveProblemPosition(t *testing.T) {
+	ws, _ := configDirs(t)
+	p := filepath.Join(ws, "c.json")
+	writeConfig(t, p, "{\"mcpServers\": {\n  \"a\": {\"command\": \"${NOPE}\"},\n  \"b\": {\"url\": \"${U}\", \"env\": {\"U\": \"ht!tp://\"}},\n  \"c\": {\"url\": \"http://h/\", \"env\": {\"V\": \"a\\r\\nb\"}, \"headers\": {\"X\": \"${V}\"}}\n}}")
+	lc := Load(Sources{Flags: []string{p}, Workspace: ws})
+	for name, want := range map[string]string{
+		"a": `server "a": "command" uses ${NOPE}, which is not set: set NOPE in mcpledger's environment or write ${NOPE:-default} (` + p + ":2:8)",
+		"b": `server "b": "url" must be an absolute http:// or https:// URL after expansion (` + p + ":3:8)",
+		"c": `server "c": header "X" has a line break in its value: remove it (` + p + ":4:8)",
+	} {
+		if got := server(t, lc, name).Invalid; got != want {
+			t.Errorf("%s: Invalid = %q\nwant %q", name, got, want)
 		}
 	}
 }

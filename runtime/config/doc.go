@@ -9,9 +9,12 @@
 // [Reading]: what the journal may keep (Observed: configs as written, env
 // and header values replaced by their hash, with each server's config
 // hash, the fingerprint approvals are bound to) beside what the runtime
-// runs (Specs: resolved, secrets included, never journaled). [Equal]
-// compares two readings as the journal sees them, and [Watch] calls back
-// when a source changes.
+// runs (Specs: resolved, secrets included, never journaled), and the
+// files that could not be used at all (Unusable, [Reading.Err]: a caller
+// starting a session refuses them). Each file is bounded
+// ([DefaultMaxFileBytes], Sources.MaxFileBytes) and refused, unread,
+// beyond. [Equal] compares two readings as the journal sees them, and
+// [Watch] calls back when a source changes.
 //
 // config owns the file formats, precedence, expansion and the trust of a
 // workspace. It must not start servers, decide admission or journal

@@ -51,6 +51,8 @@ type StatusResult struct {
 	// Journal is set while the journal refuses appends: the running
 	// mcpledger is degraded (it refuses calls and commands, and retries).
 	Journal *runtime.JournalHealth `json:"journal,omitempty"`
+	// Config is what the session's latest config reading could not use.
+	Config projections.ConfigView `json:"config"`
 }
 
 // Options configure [Serve].
@@ -215,7 +217,7 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 	switch req.Op {
 	case "status":
 		v := m.Snapshot()
-		res := StatusResult{Session: v.Session.String(), Servers: v.Status}
+		res := StatusResult{Session: v.Session.String(), Servers: v.Status, Config: v.Config}
 		if v.Journal.Degraded {
 			res.Journal = &v.Journal
 		}
