@@ -54,6 +54,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// status, tools, call and the rest reach it over the control socket,
+	// from the moment its session is open (not after the startup gate).
+	j.SetManager(m)
 	startupDone, stopWatch := watchStates(m, c.env.stderr, tty)
 	rep, err := m.Start(ctx)
 	startupDone()
@@ -65,7 +68,6 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	for _, e := range rep.Errors {
 		fmt.Fprintln(c.env.stderr, "config:", e)
 	}
-	j.SetManager(m) // status, tools, call and the rest reach it over the control socket
 	fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
 		m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
 	if *once {

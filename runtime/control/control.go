@@ -39,12 +39,17 @@ type Response struct {
 type StatusResult struct {
 	Session string                     `json:"session"`
 	Servers []projections.ServerStatus `json:"servers"`
+	// Starting says the process has not opened its session yet (it is
+	// reading the journal): Servers is empty for now.
+	Starting bool `json:"starting,omitempty"`
 }
 
 // Options configure [Serve].
 type Options struct {
 	// Manager answers the ops on servers (status, tools, call, reconnect,
-	// stop, refresh, reload, approvals). It may be set later
+	// stop, refresh, reload, approvals), from the moment it is created: ops
+	// sent before its Start has opened the session wait for it (status
+	// answers at once, Starting). It may be set later
 	// ([Server.SetManager]); until then those ops fail with [ErrNoManager].
 	Manager *runtime.Manager
 	// Reads answers the read op: another command's read of the journal
@@ -196,6 +201,21 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 	}
 	if m == nil {
 		return nil, ErrNoManager
+	}
+	// The Manager answers from the moment its session is open, while its
+	// servers still start (Manager.Opened): until then status says so and
+	// the other ops wait.
+	select {
+	case <-m.Opened():
+	default:
+		if req.Op == "status" {
+			return StatusResult{Session: m.Session().String(), Servers: []projections.ServerStatus{}, Starting: true}, nil
+		}
+		select {
+		case <-m.Opened():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	switch req.Op {
 	case "status":
