@@ -45,7 +45,7 @@ type HTTPOptions struct {
 	// with 503 if none is idle (see sessionTable).
 	MaxSessions int
 	// MaxInflightBytes bounds the body bytes of the requests in flight
-	// (default 16 MiB, at least twice MaxBodyBytes; a sixteenth is kept
+	// (default 8 MiB, at least twice MaxBodyBytes; a sixteenth is kept
 	// for bodies up to 64 KiB) and MaxInflight their number (default 32);
 	// a request over either is answered 503 with Retry-After (see budget).
 	MaxInflightBytes int64

@@ -29,7 +29,7 @@ import (
 
 // Defaults of the HTTP bounds (HTTPOptions).
 const (
-	DefaultMaxInflightBytes = 16 << 20
+	DefaultMaxInflightBytes = 8 << 20
 	DefaultMaxInflight      = 32
 	DefaultMaxBodyBytes     = 4 << 20
 	DefaultBodyTimeout      = 30 * time.Second
