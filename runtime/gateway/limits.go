@@ -20,12 +20,18 @@ import (
 // reason slow_body). GET streams take no share: they are bounded by the
 // session cap (see sessionTable).
 //
-// What a request's share bounds: go-sdk reads the body whole, decodes it
-// into its message and then into the tool's arguments, and the call path
-// checks, redacts and sends them, so a 4 MB body lives as a handful of
-// copies while its call runs (RELIABILITY.md measures the total). The
-// budget bounds the bodies that can be in that state at once, and with
-// them the memory.
+// What a request's share bounds: go-sdk reads the body whole, tries it as
+// a batch, decodes it into its message, then into the tool's arguments
+// (each decode through a decoder that first copies the value into a
+// buffer of its own), the call path marshals, checks and redacts the
+// arguments, go-sdk's client encodes them again for the server, and the
+// result comes back through as many decodes and encodes. A 4 MB tools/call
+// allocates some 15 copies of itself, about ten live at once (40 MB), and
+// costs about a CPU-second of JSON work (RELIABILITY.md, "gateway
+// bounds"). The budget bounds the bodies in that state at once: the
+// default (8 MiB, of which large bodies may take 7.5) lets one 4 MB body
+// through at a time. Results are bounded by MaxInflight and the servers'
+// frame limit (16 MiB over stdio), not by the byte budget.
 
 // Defaults of the HTTP bounds (HTTPOptions).
 const (

@@ -81,18 +81,19 @@ func TestGatewayHTTPBusy(t *testing.T) {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__slow"})
 		held <- err
 	}()
-	var resp *http.Response
-	var body string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if resp, body = rawPost(t, endpoint, id, pingBody); resp.StatusCode != 200 || time.Now().After(deadline) {
-			break
-		}
+	for inFlight := false; !inFlight; time.Sleep(10 * time.Millisecond) { // the slow call holds the budget
 		select {
 		case err := <-held:
 			t.Fatalf("the holding call ended: %v", err)
 		default:
 		}
+		for _, e := range f.events(t) {
+			if p, ok := e.Payload.(*events.CallStarted); ok && p.Name == "mcp__up__slow" {
+				inFlight = true
+			}
+		}
 	}
+	resp, body := rawPost(t, endpoint, id, pingBody)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(body, "retry later") {
 		t.Fatalf("with a call in flight and room for one: %d Retry-After %q %q", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
