@@ -180,7 +180,8 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		h.ServeHTTP(rw, r)
 		return
 	}
-	// A POST without a session ID is an initialize: it creates a session.
+	// A POST without a session ID opens a session (go-sdk creates one for
+	// whatever it carries; an initialize, from a well-behaved client).
 	if !sessions.admit() {
 		setRetryAfter(w.Header())
 		g.rejectHTTP(w, r, events.RejectBusy, http.StatusServiceUnavailable,
