@@ -493,6 +493,15 @@ func TestServeControlBeforeGate(t *testing.T) {
 	if err != nil || r.IsError {
 		t.Fatalf("HTTP call while a server starts: %v %+v", err, r)
 	}
+	// A call to the server still starting waits for it; a client that gives
+	// up is told why.
+	cctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	t1 := time.Now()
+	r, err = cs.CallTool(cctx, &mcp.CallToolParams{Name: "mcp__hang__echo", Arguments: map[string]any{"message": "x"}})
+	if waited := time.Since(t1); waited < 400*time.Millisecond {
+		t.Errorf("HTTP call to the server still starting answered after %s: %v %+v (want it to wait)", waited, err, r)
+	}
 	if since := time.Since(t0); since > 20*time.Second {
 		t.Errorf("served only %s after start (the hanging server's startup timeout is 30 s)", since)
 	}
