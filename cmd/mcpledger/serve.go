@@ -175,11 +175,16 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		}
 		hs = &http.Server{Handler: gw.HTTPHandler(&lim), ReadHeaderTimeout: 10 * time.Second}
 		go func() { served <- hs.Serve(ln) }() // ends at hs.Close below
-		fmt.Fprintf(c.env.stderr, "serving MCP on http://%s%s\n", ln.Addr(), gateway.Path)
+		fmt.Fprintf(c.env.stderr, "listening on http://%s%s while servers start\n", ln.Addr(), gateway.Path)
 		st := <-started
 		if st.err == nil {
 			report(st.rep)
 			st.err = gw.Collisions() // --plain-names: servers ready since Attach too
+		}
+		if st.err == nil {
+			// As before the listener came up early: a script that waits for
+			// this line finds the catalog as the startup gate left it.
+			fmt.Fprintf(c.env.stderr, "serving MCP on http://%s%s\n", ln.Addr(), gateway.Path)
 		}
 		if st.err != nil {
 			serveErr, by = st.err, "serve: "+st.err.Error()

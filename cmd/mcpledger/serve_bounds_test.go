@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -410,6 +411,8 @@ func TestServeHTTPBounds(t *testing.T) {
 	}
 }
 
+var listeningRE = regexp.MustCompile(`listening on (http://\S+) while servers start`)
+
 // TestServeControlBeforeGate: with one server hanging in initialize, the
 // control socket answers status at once (the hanging server starting),
 // a call to the ready server works through it, and the HTTP listener
@@ -476,9 +479,9 @@ func TestServeControlBeforeGate(t *testing.T) {
 	if err := cl.Do(t.Context(), control.Request{Op: "call", Name: "mcp__good__echo", Args: json.RawMessage(`{"message":"early"}`), By: "test"}, &res); err != nil {
 		t.Fatalf("call to the ready server: %v", err)
 	}
-	m := servingRE.FindStringSubmatch(errb.String())
-	if m == nil {
-		t.Fatalf("not serving HTTP while a server starts:\n%s", errb.String())
+	m := listeningRE.FindStringSubmatch(errb.String())
+	if m == nil || servingRE.MatchString(errb.String()) {
+		t.Fatalf("want listening, not yet serving (the startup gate), while a server starts:\n%s", errb.String())
 	}
 	if _, err := url.Parse(m[1]); err != nil {
 		t.Fatal(err)
