@@ -205,3 +205,29 @@ func TestGatewayHTTPSlowBody(t *testing.T) {
 		t.Errorf("journaled slow bodies %+v", slow)
 	}
 }
+
+// Sessions go-sdk closed (DELETE, idle timeout) do not count toward the
+// cap: a new session at the cap takes their room before evicting anyone.
+func TestGatewayHTTPSessionCapForgetsClosed(t *testing.T) {
+	up, _ := upstream("up")
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
+	srv := httptestServer(t, f, f.gw.HTTPHandler(&gateway.HTTPOptions{MaxSessions: 2}))
+	endpoint := srv.URL + gateway.Path
+	a := rawSession(t, endpoint)
+	b := rawSession(t, endpoint)
+	if resp, _ := rawPost(t, endpoint, a, pingBody); resp.StatusCode != 200 { // b is now the least recently used
+		t.Fatalf("ping a: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), "DELETE", endpoint, nil)
+	req.Header.Set("Mcp-Session-Id", a)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	rawSession(t, endpoint)
+	if resp, body := rawPost(t, endpoint, b, pingBody); resp.StatusCode != 200 {
+		t.Errorf("b answered %d %q after a was deleted and another created (want kept: a's room was free)", resp.StatusCode, body)
+	}
+}
