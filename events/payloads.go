@@ -406,12 +406,18 @@ const (
 	RejectWrongToken   = "wrong_token"
 	RejectHost         = "host"
 	RejectOrigin       = "origin"
+	// RejectBusy: the gateway's budget of requests, request bytes or
+	// sessions in flight is spent (503 with Retry-After).
+	RejectBusy = "busy"
+	// RejectSlowBody: a request's body did not arrive within the body
+	// timeout (408).
+	RejectSlowBody = "slow_body"
 )
 
 // GatewayRejected records a request the gateway refused before any MCP
 // message in it was read: Status is the HTTP status it answered (401 for a
 // missing or wrong bearer token, 403 for a Host or Origin it does not
-// serve). The token itself is never recorded. Rejections are journaled at
+// serve, 503 when its budget is spent, 408 for a body too slow). The token itself is never recorded. Rejections are journaled at
 // a bounded rate; Suppressed counts those not journaled since the previous
 // record.
 type GatewayRejected struct {

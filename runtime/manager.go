@@ -61,6 +61,7 @@ type Manager struct {
 	callCancel context.CancelFunc
 
 	started   atomic.Bool
+	opened    chan struct{} // closed once Start has opened the session (see Opened)
 	startOnce sync.Once
 	closeOnce sync.Once
 	closeErr  error
@@ -134,7 +135,7 @@ func New(j Journal, opts *Options) (*Manager, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	callCtx, callCancel := context.WithCancel(context.Background())
 	m := &Manager{j: j, opts: o, log: o.Logger, sid: uuid.Must(uuid.NewV7()), ctx: ctx, cancel: cancel,
-		inbox: make(chan *request, 256), loopDone: make(chan struct{}), wake: make(chan struct{}, 1), callCtx: callCtx, callCancel: callCancel,
+		inbox: make(chan *request, 256), loopDone: make(chan struct{}), wake: make(chan struct{}, 1), opened: make(chan struct{}), callCtx: callCtx, callCancel: callCancel,
 		subs: map[chan *View]struct{}{}, set: projections.NewSet(), conns: map[string]*conn{},
 		specs: map[string]config.Spec{}, reaper: newReaper(o.ShimPath, o.Logger)}
 	m.view.Store(&View{Session: m.sid, index: map[string]int{}, live: map[string]*conn{}, state: map[string]projections.ServerStatus{}})
@@ -252,6 +253,7 @@ func (m *Manager) start(ctx context.Context) (StartReport, error) {
 	if p, ok := res.events[0].Payload.(*events.ConfigObserved); ok {
 		rep.Errors = p.Errors
 	}
+	close(m.opened)
 	m.waitGate(ctx, t0)
 	v := m.view.Load()
 	for _, s := range v.Status {
@@ -285,6 +287,14 @@ func startErr(err error) error {
 	}
 	return err
 }
+
+// Opened is closed once Start has opened the session: session.started and
+// the config are journaled and every admitted server is launching. From
+// then on every method works (a call to a server still starting waits for
+// it, see CallToolWith) while Start goes on waiting for its gate; a front
+// end (the control socket, the gateway) can serve from then on. It is
+// never closed if Start fails first.
+func (m *Manager) Opened() <-chan struct{} { return m.opened }
 
 // waitGate waits until the startup gate may close (see Start).
 func (m *Manager) waitGate(ctx context.Context, t0 time.Time) {

@@ -363,3 +363,47 @@ func TestReaperOneHelperPerManager(t *testing.T) {
 	// pipe of a Manager nobody holds.
 	gort.KeepAlive(m)
 }
+
+// A server hanging in initialize holds Start at its gate, not the
+// Manager: Opened is closed as soon as the session is open, and from
+// then on status and calls to a ready server work while Start waits.
+func TestOpenedBeforeTheGate(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	_, adapter := openJournal(t)
+	hc, hs := stdio("hang", bin, nil, "MCPTEST_HANG_INITIALIZE=1")
+	gc, gs := stdio("good", bin, nil)
+	o := fastOpts(configOf(hc, hs, gc, gs))
+	o.StartupTimeout = 30 * time.Second
+	m, _ := runtime.New(adapter, o)
+	defer m.Close()
+	select {
+	case <-m.Opened():
+		t.Fatal("opened before Start")
+	default:
+	}
+	started := make(chan error, 1)
+	go func() { // ends when Start does: the hang's startup timeout, or Close
+		_, err := m.Start(t.Context())
+		started <- err
+	}()
+	select {
+	case <-m.Opened():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not opened 10 s after Start began")
+	}
+	waitFor(t, m, "good ready", func(v *runtime.View) bool { return state(v, "good").State == events.StateReady })
+	if st := state(m.Snapshot(), "hang").State; st == events.StateReady || st == events.StateFailed {
+		t.Fatalf("hang is %s", st)
+	}
+	res, err := m.CallTool(t.Context(), "mcp__good__echo", map[string]any{"message": "before the gate"})
+	if err != nil || resultText(res) != "before the gate" {
+		t.Fatalf("call to the ready server while Start waits: %v %+v", err, res)
+	}
+	select {
+	case err := <-started:
+		t.Fatalf("Start returned (%v) while a server hangs in initialize", err)
+	default:
+	}
+	m.Close()
+	<-started
+}

@@ -57,6 +57,9 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// status, tools, call and the rest reach it over the control socket,
+	// from the moment its session is open (not after the startup gate).
+	j.SetManager(m)
 	startupDone, stopWatch := watchStates(m, c.env.stderr, tty)
 	rep, err := m.Start(ctx)
 	startupDone()
@@ -65,7 +68,6 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		m.Close()
 		return err
 	}
-	j.SetManager(m) // status, tools, call and the rest reach it over the control socket
 	if !*once {
 		keepOn := "mcpledger keeps running: it reloads when a config file changes, and on `mcpledger reload`"
 		if !*watch {

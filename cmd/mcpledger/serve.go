@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -22,7 +23,7 @@ type ServeCommand struct{ env *env }
 // Run parses args and serves until interrupted, or (stdio) until the
 // client disconnects.
 func (c *ServeCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("serve", "--stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
+	f := c.env.newCommandFlags("serve", "--stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F] [--max-sessions N] [--session-idle D] [--max-inflight N] [--max-inflight-mb MB] [--body-timeout D] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
 	var cf configFlags
 	cf.register(f)
 	stdio := f.Bool("stdio", false, "serve one MCP client on stdin/stdout (what Claude Desktop, VS Code and Cursor launch)")
@@ -35,6 +36,12 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	f.Var(multiFlag{&origins}, "allow-origin", "HTTP: also accept this `ORIGIN` (scheme://host[:port], repeatable)")
 	relaxed := f.Bool("relaxed", false, "journal call records after the fact, gathered for up to 50 ms, instead of before sending and answering (faster; a crash may lose the records of the last 50 ms of calls)")
 	watch := f.Bool("watch", true, "reload when a config file changes")
+	var lim gateway.HTTPOptions
+	f.IntVar(&lim.MaxSessions, "max-sessions", gateway.DefaultMaxSessions, "HTTP: hold at most `N` client sessions; a new one evicts the least recently used idle one (503 if none is idle)")
+	idle := f.Duration("session-idle", gateway.DefaultSessionIdle, "HTTP: close a client session idle this `long` (0: never)")
+	f.IntVar(&lim.MaxInflight, "max-inflight", gateway.DefaultMaxInflight, "HTTP: answer at most `N` requests at once; more get 503 with Retry-After")
+	inflightMB := f.Int("max-inflight-mb", gateway.DefaultMaxInflightBytes>>20, "HTTP: at most `MB` MiB of request bodies in flight; more get 503 with Retry-After")
+	f.DurationVar(&lim.BodyTimeout, "body-timeout", gateway.DefaultBodyTimeout, "HTTP: cut a request whose body takes longer than `D` to arrive (408)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -44,6 +51,14 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	if *stdio && (*tokenFile != "" || *allowRemote || len(hosts)+len(origins) > 0) {
 		return usageErrorf("serve: --token-file, --allow-remote, --allow-host and --allow-origin are for --http")
+	}
+	if lim.MaxSessions < 1 || lim.MaxInflight < 1 || *inflightMB < 8 || lim.BodyTimeout <= 0 || *idle < 0 {
+		return usageErrorf("serve: --max-sessions and --max-inflight must be at least 1, --max-inflight-mb at least 8 (twice one request's body limit), --body-timeout positive, --session-idle not negative")
+	}
+	lim.MaxInflightBytes = int64(*inflightMB) << 20
+	lim.SessionTimeout = *idle
+	if *idle == 0 {
+		lim.SessionTimeout = -1 // never
 	}
 	var token string
 	if *tokenFile != "" {
@@ -55,6 +70,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 			return fmt.Errorf("serve: --token-file %s: want one token (no spaces) in the file", *tokenFile)
 		}
 	}
+	lim.Token, lim.AllowedHosts, lim.AllowedOrigins = token, hosts, origins
 	var ln net.Listener
 	if *addr != "" {
 		var err error
@@ -71,6 +87,16 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if c.env.getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
+	// Over HTTP the budget bounds the request bodies in flight, but go-sdk
+	// decodes each body several times over (message, params, arguments,
+	// result: each a copy, most of them garbage at once), and at GOGC=400
+	// that garbage would pile up to five times the live heap: cap the heap
+	// at what the budget needs instead (a soft limit: past it the
+	// collector runs more often), unless GOMEMLIMIT says otherwise.
+	if *addr != "" && c.env.getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit(lim.MaxInflightBytes))
+	}
+	lim.OnIdle = releaseMemory
 	j, path, err := f.openWritable()
 	if err != nil {
 		return err
@@ -89,45 +115,88 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// status, tools, call and the rest reach it over the control socket,
+	// from the moment its session is open (not after the startup gate).
+	j.SetManager(m)
 	flushConfig, stopFollow := followConfig(m, c.env.stderr)
 	defer stopFollow()
-	rep, err := m.Start(ctx)
-	if err != nil {
-		m.Close()
-		return err
+	report := func(rep rt.StartReport) {
+		// Nothing to serve yet is no reason to stop: a reload, an approval
+		// (asked by elicitation) or trust may admit a server later.
+		flushConfig()
+		reportIdle(c.env.stderr, m.Status(), cf.files, "serving an empty catalog until a reload or a decision admits one")
+		fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
+			m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
 	}
-	// Nothing to serve yet is no reason to stop: a reload, an approval
-	// (asked by elicitation) or trust may admit a server later.
-	flushConfig()
-	reportIdle(c.env.stderr, m.Status(), cf.files, "serving an empty catalog until a reload or a decision admits one")
-	if err := gw.Attach(ctx, m); err != nil {
-		m.Shutdown("serve: " + err.Error())
-		gw.Close()
-		return err
-	}
-	j.SetManager(m) // status, tools, call and the rest reach it over the control socket
-	fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
-		m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
 
 	var serveErr error
 	by := "signal"
 	var hs *http.Server
 	served := make(chan error, 1)
 	if *stdio {
+		// A stdio client connects once and lists tools at once: serve it
+		// the catalog as the startup gate leaves it.
+		rep, err := m.Start(ctx)
+		if err != nil {
+			m.Close()
+			return err
+		}
+		report(rep)
+		if err := gw.Attach(ctx, m); err != nil {
+			m.Shutdown("serve: " + err.Error())
+			gw.Close()
+			return err
+		}
 		fmt.Fprintln(c.env.stderr, "serving MCP on stdio")
 		serveErr = gw.ServeStdio(ctx, c.env.stdin, c.env.stdout)
 		if ctx.Err() == nil {
 			by = "serve: the stdio client disconnected"
 		}
 	} else {
-		hs = &http.Server{Handler: gw.HTTPHandler(&gateway.HTTPOptions{Token: token, AllowedHosts: hosts, AllowedOrigins: origins}),
-			ReadHeaderTimeout: 10 * time.Second}
-		go func() { served <- hs.Serve(ln) }() // ends at hs.Close below
-		fmt.Fprintf(c.env.stderr, "serving MCP on http://%s%s\n", ln.Addr(), gateway.Path)
+		// Over HTTP clients come and go: serve them from the moment the
+		// session is open, while servers still start (their tools appear
+		// with list_changed; a call to one still starting waits for it).
+		started := make(chan startResult, 1)
+		go func() { // owned: its result is received below before anything else
+			rep, err := m.Start(ctx)
+			started <- startResult{rep, err}
+		}()
 		select {
-		case <-ctx.Done():
-		case serveErr = <-served:
-			served <- serveErr
+		case <-m.Opened():
+		case st := <-started:
+			if st.err != nil {
+				m.Close()
+				return st.err
+			}
+			started <- st
+		}
+		if err := gw.Attach(ctx, m); err != nil {
+			m.Shutdown("serve: " + err.Error()) // ends Start's wait
+			<-started
+			gw.Close()
+			return err
+		}
+		hs = &http.Server{Handler: gw.HTTPHandler(&lim), ReadHeaderTimeout: 10 * time.Second}
+		go func() { served <- hs.Serve(ln) }() // ends at hs.Close below
+		fmt.Fprintf(c.env.stderr, "listening on http://%s%s while servers start\n", ln.Addr(), gateway.Path)
+		st := <-started
+		if st.err == nil {
+			report(st.rep)
+			st.err = gw.Collisions() // --plain-names: servers ready since Attach too
+		}
+		if st.err == nil {
+			// As before the listener came up early: a script that waits for
+			// this line finds the catalog as the startup gate left it.
+			fmt.Fprintf(c.env.stderr, "serving MCP on http://%s%s\n", ln.Addr(), gateway.Path)
+		}
+		if st.err != nil {
+			serveErr, by = st.err, "serve: "+st.err.Error()
+		} else {
+			select {
+			case <-ctx.Done():
+			case serveErr = <-served:
+				served <- serveErr
+			}
 		}
 	}
 	fmt.Fprintln(c.env.stderr, "stopping: every server is being shut down")
@@ -148,6 +217,31 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		serveErr = nil
 	}
 	return errors.Join(serveErr, err)
+}
+
+// memoryLimit is serve's soft memory limit for a budget of inflight
+// request bytes: a base for the runtime, sessions and the journal, and
+// eight times the budget for the copies of the bodies in flight (a 4 MB
+// call holds about 40 MB live: RELIABILITY.md, "gateway bounds"). Past
+// it the collector runs more often; it is not a cap on what serve may use.
+func memoryLimit(inflight int64) int64 { return 64<<20 + 8*inflight }
+
+// releaseMemory returns the heap's free memory to the OS when it holds
+// more than 16 MiB of it: after a burst of requests, the garbage of their
+// copies (an idle gateway would otherwise keep it until the runtime's
+// forced collection, every two minutes, and the scavenger after it).
+func releaseMemory() {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Uint64()+s[1].Value.Uint64() > 16<<20 {
+		debug.FreeOSMemory()
+	}
+}
+
+// startResult is what Manager.Start returned.
+type startResult struct {
+	rep rt.StartReport
+	err error
 }
 
 // listenGateway listens on addr: a loopback address unless allowRemote

@@ -243,6 +243,10 @@ func TestServeRefusesBadCommandLines(t *testing.T) {
 		{[]string{"serve", "--http", "0.0.0.0:0", "--allow-remote"}, "--allow-remote needs --token-file"},
 		{[]string{"serve", "--http", "nonsense"}, "want HOST:PORT"},
 		{[]string{"serve", "--stdio", "--token-file", tok}, "are for --http"},
+		{[]string{"serve", "--http", "127.0.0.1:0", "--max-inflight-mb", "4"}, "--max-inflight-mb at least 8"},
+		{[]string{"serve", "--http", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions and --max-inflight must be at least 1"},
+		{[]string{"serve", "--http", "127.0.0.1:0", "--body-timeout", "0s"}, "--body-timeout positive"},
+		{[]string{"serve", "--http", "127.0.0.1:0", "--session-idle", "-1m"}, "--session-idle not negative"},
 	} {
 		r := runCLI(t, c.args...)
 		if r.err == nil || !strings.Contains(r.err.Error(), c.want) || exitCode(r.err) != 2 {

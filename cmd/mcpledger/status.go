@@ -54,6 +54,9 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	}
 	now := time.Now()
 	switch {
+	case res.Running && res.Starting:
+		fmt.Fprintf(c.env.stdout, "session %s (starting: its servers are not launched yet)\n", res.Session)
+		return nil
 	case res.Running:
 		fmt.Fprintf(c.env.stdout, "session %s (running)\n", res.Session)
 		printJournalHealth(c.env.stdout, res.Journal, now)

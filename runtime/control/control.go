@@ -53,12 +53,17 @@ type StatusResult struct {
 	Journal *runtime.JournalHealth `json:"journal,omitempty"`
 	// Config is what the session's latest config reading could not use.
 	Config projections.ConfigView `json:"config"`
+	// Starting says the process has not opened its session yet (it is
+	// reading the journal): Servers is empty for now.
+	Starting bool `json:"starting,omitempty"`
 }
 
 // Options configure [Serve].
 type Options struct {
 	// Manager answers the ops on servers (status, tools, call, reconnect,
-	// stop, refresh, reload, approvals). It may be set later
+	// stop, refresh, reload, approvals), from the moment it is created: ops
+	// sent before its Start has opened the session wait for it (status
+	// answers at once, Starting). It may be set later
 	// ([Server.SetManager]); until then those ops fail with [ErrNoManager].
 	Manager *runtime.Manager
 	// Reads answers the read op: another command's read of the journal
@@ -213,6 +218,21 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 	}
 	if m == nil {
 		return nil, ErrNoManager
+	}
+	// The Manager answers from the moment its session is open, while its
+	// servers still start (Manager.Opened): until then status says so and
+	// the other ops wait.
+	select {
+	case <-m.Opened():
+	default:
+		if req.Op == "status" {
+			return StatusResult{Session: m.Session().String(), Servers: []projections.ServerStatus{}, Starting: true}, nil
+		}
+		select {
+		case <-m.Opened():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	switch req.Op {
 	case "status":

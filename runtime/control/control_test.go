@@ -1,11 +1,14 @@
 package control_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -67,5 +70,50 @@ func TestControlSocket(t *testing.T) {
 	srv.Close()
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("socket file left behind: %v", err)
+	}
+}
+
+// A Manager handed to the socket before Start: status says it is
+// starting, other ops wait for its session to open, then are answered
+// (a call to a server still launching says so: TestServeControlBeforeGate).
+func TestControlBeforeStart(t *testing.T) {
+	_, adapter := runtimetest.OpenJournal(t)
+	m, _ := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": runtimetest.EchoServer("mem")}})
+	defer m.Close()
+	path := filepath.Join(t.TempDir(), "j.db.sock")
+	srv, err := control.Serve(path, control.Options{Manager: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := control.Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st control.StatusResult
+	if err := c.Do(t.Context(), control.Request{Op: "status"}, &st); err != nil || !st.Starting || st.Servers == nil {
+		t.Fatalf("status before Start: %+v %v", st, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	var tools []projections.Entry
+	if err := c.Do(ctx, control.Request{Op: "tools"}, &tools); err == nil || !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("tools before Start: %v %v (want it to wait)", tools, err)
+	}
+	done := make(chan error, 1)
+	go func() { // answered once Start opens the session
+		var tools []projections.Entry
+		done <- c.Do(t.Context(), control.Request{Op: "tools"}, &tools)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("tools sent before Start: %v", err)
+	}
+	var after control.StatusResult
+	if err := c.Do(t.Context(), control.Request{Op: "status"}, &after); err != nil || after.Starting || len(after.Servers) != 1 {
+		t.Errorf("status after Start: %+v %v", after, err)
 	}
 }

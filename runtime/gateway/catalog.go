@@ -121,6 +121,19 @@ func toolOfEntry(name string, e *projections.Entry) (t *mcp.Tool, ok bool) {
 	return t, true
 }
 
+// Collisions returns, with PlainNames, an error naming every exposed name
+// two servers share in the Manager's current catalog (nil without
+// PlainNames or before Attach). Attach checks it once; a front end that
+// attaches before the startup gate (serve over HTTP) checks again once
+// Start returns, so that servers ready only then are compared too.
+func (g *Gateway) Collisions() error {
+	m := g.m.Load()
+	if !g.opts.PlainNames || m == nil {
+		return nil
+	}
+	return g.collisions(m.Snapshot())
+}
+
 // collisions returns an error naming every exposed name two servers
 // share (PlainNames), or nil.
 func (g *Gateway) collisions(v *runtime.View) error {

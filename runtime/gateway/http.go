@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -38,6 +40,54 @@ type HTTPOptions struct {
 	// SessionTimeout closes client sessions idle that long (default 30
 	// min; <0: never).
 	SessionTimeout time.Duration
+	// MaxSessions caps the client sessions held (default 1000); at the cap
+	// a new one evicts the least recently used idle one, or is refused
+	// with 503 if none is idle (see sessionTable).
+	MaxSessions int
+	// MaxInflightBytes bounds the body bytes of the requests in flight
+	// (default 8 MiB, at least twice MaxBodyBytes; a sixteenth is kept
+	// for bodies up to 64 KiB) and MaxInflight their number (default 32);
+	// a request over either is answered 503 with Retry-After (see budget).
+	MaxInflightBytes int64
+	MaxInflight      int
+	// MaxBodyBytes bounds one request's body (default 4 MiB; 413 above).
+	MaxBodyBytes int64
+	// BodyTimeout bounds reading one request's body (default 30 s); a
+	// slower body is cut with 408.
+	BodyTimeout time.Duration
+	// OnIdle, if set, is called once no request has been in flight for a
+	// second after some were (until the gateway is closed). The copies of
+	// their bodies are garbage by then; serve returns that memory to the
+	// OS, which the Go runtime would do only after its next collection,
+	// up to two minutes later on an idle gateway.
+	OnIdle func()
+}
+
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionIdle
+	} else if o.SessionTimeout < 0 {
+		o.SessionTimeout = 0
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if o.MaxInflight <= 0 {
+		o.MaxInflight = DefaultMaxInflight
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxInflightBytes < 2*o.MaxBodyBytes {
+		o.MaxInflightBytes = 2 * o.MaxBodyBytes // a body the limit allows must fit beside the reserve
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	return o
 }
 
 // HTTPHandler returns the gateway's Streamable HTTP handler, at
@@ -52,22 +102,26 @@ type HTTPOptions struct {
 // go-sdk's own protection (StreamableHTTPOptions.DisableLocalhostProtection
 // left false) checks only that a request arriving on a loopback address
 // has a loopback Host; it checks no Origin and nothing on other addresses.
+//
+// Past the guards, requests are bounded: by the budget of body bytes and
+// requests in flight (503 with Retry-After, journaled as busy), the body
+// limit (413), the body timeout (408, journaled as slow_body) and the
+// session cap (see HTTPOptions).
 func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 	var opts HTTPOptions
 	if o != nil {
 		opts = *o
 	}
-	if opts.SessionTimeout == 0 {
-		opts.SessionTimeout = 30 * time.Minute
-	} else if opts.SessionTimeout < 0 {
-		opts.SessionTimeout = 0
-	}
+	opts = opts.withDefaults()
 	var tokenSum [32]byte
 	if opts.Token != "" {
 		tokenSum = sha256.Sum256([]byte(opts.Token))
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
-		&mcp.StreamableHTTPOptions{Logger: g.log, SessionTimeout: opts.SessionTimeout})
+		&mcp.StreamableHTTPOptions{Logger: g.log, SessionTimeout: opts.SessionTimeout, MaxRequestBodyBytes: opts.MaxBodyBytes})
+	b := &budget{maxBytes: opts.MaxInflightBytes, maxReqs: opts.MaxInflight, idle: opts.OnIdle}
+	context.AfterFunc(g.ctx, b.stop)
+	sessions := newSessionTable(opts.MaxSessions, g.server)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r.Host, opts.AllowedHosts) {
 			g.rejectHTTP(w, r, events.RejectHost, http.StatusForbidden, "mcpledger: Host "+quoteHeader(r.Host)+" is not served here (DNS-rebinding protection)")
@@ -95,8 +149,68 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		mcpHandler.ServeHTTP(w, r)
+		g.serveBounded(w, r, mcpHandler, b, sessions, opts)
 	})
+}
+
+// serveBounded hands r to go-sdk within the budget, the body limit and
+// timeout, and the session cap.
+func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Handler, b *budget, sessions *sessionTable, opts HTTPOptions) {
+	if id := r.Header.Get(sessionHeader); id != "" && sessions.begin(id) {
+		defer sessions.end(id)
+	}
+	if r.Method != http.MethodPost {
+		h.ServeHTTP(w, r) // GET streams and DELETE: no body
+		return
+	}
+	if r.ContentLength > opts.MaxBodyBytes {
+		http.Error(w, fmt.Sprintf("mcpledger: request body of %d bytes exceeds the limit of %d", r.ContentLength, opts.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	share := opts.MaxBodyBytes
+	if r.ContentLength >= 0 {
+		share = r.ContentLength
+	}
+	body := newMeteredBody(w, r, b, share, opts.BodyTimeout)
+	defer body.release()
+	r.Body = body
+	rw := &refusingWriter{ResponseWriter: w, body: body}
+	rw.refuse = func(err error) { g.refuseBody(w, r, err, opts.BodyTimeout) }
+	if r.Header.Get(sessionHeader) != "" {
+		h.ServeHTTP(rw, r)
+		return
+	}
+	// A POST without a session ID opens a session (go-sdk creates one for
+	// whatever it carries; an initialize, from a well-behaved client).
+	if !sessions.admit() {
+		setRetryAfter(w.Header())
+		g.rejectHTTP(w, r, events.RejectBusy, http.StatusServiceUnavailable,
+			fmt.Sprintf("mcpledger: the gateway holds %d client sessions, every one busy; retry later", opts.MaxSessions))
+		return
+	}
+	var id string
+	defer func() { sessions.added(id) }()
+	h.ServeHTTP(rw, r)
+	if !rw.refused {
+		id = w.Header().Get(sessionHeader)
+	}
+}
+
+// sessionHeader carries a Streamable HTTP session's ID.
+const sessionHeader = "Mcp-Session-Id"
+
+// refuseBody answers a request whose body was not read: 503 for lack of
+// budget, 408 for a body slower than timeout.
+func (g *Gateway) refuseBody(w http.ResponseWriter, r *http.Request, err error, timeout time.Duration) {
+	if errors.Is(err, errSlowBody) {
+		w.Header().Set("Connection", "close")
+		g.rejectHTTP(w, r, events.RejectSlowBody, http.StatusRequestTimeout,
+			fmt.Sprintf("mcpledger: the request body did not arrive within %s", timeout))
+		return
+	}
+	setRetryAfter(w.Header())
+	g.rejectHTTP(w, r, events.RejectBusy, http.StatusServiceUnavailable,
+		"mcpledger: the gateway has too many requests or request bytes in flight; retry later")
 }
 
 // bearer returns the token of an "Authorization: Bearer TOKEN" header.
@@ -210,7 +324,9 @@ func (g *Gateway) rejectHTTP(w http.ResponseWriter, r *http.Request, reason stri
 	if m := g.m.Load(); record && m != nil {
 		ev := &events.GatewayRejected{Remote: r.RemoteAddr, Reason: reason, Status: status, Method: r.Method,
 			Host: truncate(r.Host, 200), Origin: truncate(r.Header.Get("Origin"), 200), Suppressed: suppressed}
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		// Not the request's context: a body cut at its deadline has
+		// cancelled it already.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
 		if err := m.RecordRejected(ctx, ev); err != nil {
 			g.log.Warn("gateway: journaling a refused request failed", "err", err)
 		}
