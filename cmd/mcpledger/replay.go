@@ -194,7 +194,7 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	}
 	defer j.Close()
 	held, err := replay.Session(ctx, j, sid)
-	if err != nil && !errors.Is(err, replay.ErrEmptySession) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, replay.ErrEmptySession) {
 		return err
 	}
 	if len(held) > 0 {
