@@ -89,16 +89,10 @@ func digestString(d [sha256.Size]byte) string { return "sha256:" + hex.EncodeToS
 // line has it, before its session. A payload's strings cannot hold
 // `,"gpos":` (their quotes are escaped), and the envelope comes first.
 func gposDigits(line []byte) (start, end int, ok bool) {
-	i := bytes.Index(line, gposKey)
-	if i < 0 {
-		return 0, 0, false
-	}
-	start = i + len(gposKey)
-	end = start
-	for end < len(line) && line[end] >= '0' && line[end] <= '9' {
-		end++
-	}
-	return start, end, end > start
+	before, after, found := bytes.Cut(line, gposKey)
+	start = len(before) + len(gposKey)
+	end = start + len(after) - len(bytes.TrimLeft(after, "0123456789"))
+	return start, end, found && end != start
 }
 
 // withGPos returns line with its gpos replaced by gpos, in dst.
@@ -324,12 +318,8 @@ func readSealed(lines []rawLine) (*Export, error) {
 		}
 		x.Events, x.Lines = append(x.Events, e), append(x.Lines, l.n)
 	}
-	if x.Trailer == nil {
-		last := 0
-		if len(lines) > 0 {
-			last = lines[len(lines)-1].n
-		}
-		return nil, &ExportError{Line: last, Reason: fmt.Sprintf("is the last, and no trailer follows: the end of the export was cut off (%d events read)", len(x.Events)), Err: ErrTruncated}
+	if x.Trailer == nil { // lines holds one at least: it is sealed
+		return nil, &ExportError{Line: lines[len(lines)-1].n, Reason: fmt.Sprintf("is the last, and no trailer follows: the end of the export was cut off (%d events read)", len(x.Events)), Err: ErrTruncated}
 	}
 	return x, nil
 }
@@ -393,19 +383,16 @@ func (x *Export) Conflict(stored []events.Event) error {
 // differs names the first field of the envelope that differs between a
 // and b, in the order an export line has them, or "payload".
 func differs(a, b *events.Event) string {
-	switch {
-	case a.ID != b.ID:
-		return "id"
-	case a.Time != b.Time:
-		return "time"
-	case a.Kind != b.Kind:
-		return "kind"
-	case a.V != b.V:
-		return "v"
-	case a.Server != b.Server:
-		return "server"
-	case a.Cause != b.Cause:
-		return "cause"
+	for _, f := range [...]struct {
+		name   string
+		differ bool
+	}{
+		{"id", a.ID != b.ID}, {"time", a.Time != b.Time}, {"kind", a.Kind != b.Kind}, {"v", a.V != b.V},
+		{"server", a.Server != b.Server}, {"cause", a.Cause != b.Cause},
+	} {
+		if f.differ {
+			return f.name
+		}
 	}
 	return "payload"
 }

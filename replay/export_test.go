@@ -2,6 +2,8 @@ package replay_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,6 +157,10 @@ func TestExportDetectsEdits(t *testing.T) {
 			line: 3, seq: 3, kind: evs[2].Kind, reason: differs},
 		{name: "digest", change: func(l []string) []string { l[6] = l[6][:len(l[6])-4] + `00"}`; return l },
 			line: 7, seq: 7, kind: evs[6].Kind, reason: differs},
+		{name: "gpos digits removed", change: replace(6, `"gpos":7,`, `"gpos":,`),
+			line: 7, reason: differs},
+		{name: "a digest alone", change: func([]string) []string { return []string{`,"digest":"sha256:` + strings.Repeat("0", 64) + `"}`} },
+			line: 1, reason: differs},
 		{name: "gpos key", change: replace(6, `,"gpos":`, `,"gPos":`),
 			line: 7, seq: 7, kind: evs[6].Kind, reason: differs},
 		{name: "digest removed", change: func(l []string) []string {
@@ -214,6 +220,33 @@ func TestExportDetectsEdits(t *testing.T) {
 				t.Errorf("got  %#v\nwant line %d seq %d %s %q %v", *xe, c.line, c.seq, c.kind, c.reason, want)
 			}
 		})
+	}
+}
+
+// The chain is what the format says, recomputed here from the text: the
+// digest of event n is SHA-256(digest n-1 ‖ line n without its digest and
+// with gpos 0), the digest of event 0 SHA-256("mcpledger-export/1"), and
+// the trailer's head is the last digest.
+func TestExportChainAsDocumented(t *testing.T) {
+	lines, _ := sealed(t)
+	head := sha256.Sum256([]byte("mcpledger-export/1"))
+	digest := regexp.MustCompile(`,"digest":"sha256:([0-9a-f]{64})"}$`)
+	gpos := regexp.MustCompile(`"gpos":\d+`)
+	for i, l := range lines[:len(lines)-1] {
+		m := digest.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("line %d has no digest", i+1)
+		}
+		body := strings.TrimSuffix(l, m[0]) + "}"
+		loc := gpos.FindStringIndex(body)
+		body = body[:loc[0]] + `"gpos":0` + body[loc[1]:]
+		head = sha256.Sum256(append(head[:], body...))
+		if got := hex.EncodeToString(head[:]); got != m[1] {
+			t.Fatalf("line %d: digest %s, recomputed %s", i+1, m[1], got)
+		}
+	}
+	if !strings.HasSuffix(lines[len(lines)-1], `"head":"sha256:`+hex.EncodeToString(head[:])+`"}`) {
+		t.Errorf("trailer %s, recomputed head %x", lines[len(lines)-1], head)
 	}
 }
 
@@ -369,6 +402,17 @@ func TestConflictErrorNamesBothSides(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	// A description of exactly 300 bytes is not cut.
+	p.Result.Text = ""
+	for len(`call.finished gh `)+len(mustJSON(t, &p)) < 300 {
+		p.Result.Text += "y"
+	}
+	if n := len(`call.finished gh `) + len(mustJSON(t, &p)); n != 300 {
+		t.Fatalf("the description is %d bytes", n)
+	}
+	if got := (&replay.ConflictError{Seq: 25, Stored: &b}).Error(); !strings.HasSuffix(got, "the journal has call.finished gh "+string(mustJSON(t, &p))+" at 2026-11-22T08:14:47.71643165Z") {
+		t.Errorf("a description of 300 bytes: %s", got)
+	}
 	short := (&replay.ConflictError{Seq: 36, Stored: &a}).Error()
 	if want := "replay: the journal holds this session with different content: they first differ at seq 36: the export has nothing, the journal has call.finished gh " + string(pa) + " at 2026-11-22T08:14:47.71643165Z"; short != want {
 		t.Errorf("got  %s\nwant %s", short, want)
@@ -387,4 +431,13 @@ func TestExportErrorNamesTheLine(t *testing.T) {
 	if !errors.Is(e, replay.ErrTruncated) || errors.Is(e, replay.ErrTampered) {
 		t.Error("ExportError does not unwrap to its Err")
 	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
