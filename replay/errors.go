@@ -112,6 +112,10 @@ var (
 	// export that is not one session with seqs from 1 without gaps.
 	ErrInvalidExport = errors.New("replay: not the export of one session")
 
+	// ErrSigner is returned for an export that is not signed by the key
+	// ReadExportOptions.Signer names.
+	ErrSigner = errors.New("replay: the export is not signed by the key asked for")
+
 	// ErrConflict is wrapped by a *ConflictError: the journal holds the
 	// exported session with other content.
 	ErrConflict = errors.New("replay: the journal holds this session with different content")

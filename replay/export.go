@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -37,7 +38,8 @@ import (
 //
 // The chain is not keyed: it catches any edit made by someone who does not
 // recompute it, the mistakes and tampering of everyone who is not
-// deliberately forging an export.
+// deliberately forging an export. A signed export (export_sign.go) also
+// stops those who do, as long as the importer asks for the signer.
 
 // ExportFormat names the sealed export format in its trailer; it is also
 // the seed of the chain.
@@ -59,6 +61,11 @@ type Trailer struct {
 	Events int `json:"events"`
 	// Head is the digest of the last event ("sha256:" and 64 hex digits).
 	Head string `json:"head"`
+	// Signer and Sig are the signer's ed25519 public key and its
+	// signature over Format, Session, Events and Head, in standard
+	// base64; empty for an unsigned export.
+	Signer string `json:"signer,omitempty"`
+	Sig    string `json:"sig,omitempty"`
 }
 
 // sealer computes the chain of digests.
@@ -106,9 +113,15 @@ func withGPos(dst, line []byte, gpos uint64) ([]byte, bool) {
 	return append(dst, line[end:]...), true
 }
 
+// WriteExportOptions says how [WriteExport] seals.
+type WriteExportOptions struct {
+	// Sign, if set, signs the trailer with this key.
+	Sign ed25519.PrivateKey
+}
+
 // WriteExport writes evs, one session in seq order, as a sealed export
 // and returns its trailer.
-func WriteExport(w io.Writer, evs []events.Event) (Trailer, error) {
+func WriteExport(w io.Writer, evs []events.Event, opts WriteExportOptions) (Trailer, error) {
 	bw := bufio.NewWriter(w)
 	s := newSealer()
 	t := Trailer{Format: ExportFormat, Events: len(evs), Head: digestString(s.head)}
@@ -131,6 +144,9 @@ func WriteExport(w io.Writer, evs []events.Event) (Trailer, error) {
 		}
 	}
 	t.Head = digestString(s.head)
+	if opts.Sign != nil {
+		t.sign(opts.Sign)
+	}
 	b, _ := json.Marshal(t) // strings and numbers: cannot fail
 	bw.Write(append(b, '\n'))
 	if err := bw.Flush(); err != nil {
@@ -147,6 +163,10 @@ type ReadExportOptions struct {
 	// export is an error wrapping [ErrUnsealed]. A sealed export is
 	// always checked.
 	Unsealed bool
+	// Signer, if set, is the fingerprint ([Fingerprint]) of the key that
+	// must have signed the export; an export not signed by it is an error
+	// wrapping [ErrSigner].
+	Signer string
 }
 
 // Export is an export file, read and checked.
@@ -194,16 +214,24 @@ func ReadExport(r io.Reader, opts ReadExportOptions) (*Export, error) {
 			break
 		}
 	}
-	if !sealed {
-		if !opts.Unsealed {
-			return nil, ErrUnsealed
-		}
-		return readUnsealed(lines)
-	}
-	if blank > 0 {
+	var x *Export
+	switch {
+	case !sealed && !opts.Unsealed:
+		return nil, ErrUnsealed
+	case !sealed:
+		x, err = readUnsealed(lines)
+	case blank > 0:
 		return nil, &ExportError{Line: blank, Reason: "is blank: lines were added after export", Err: ErrTampered}
+	default:
+		x, err = readSealed(lines)
 	}
-	return readSealed(lines)
+	if err == nil && opts.Signer != "" {
+		err = x.checkSigner(opts.Signer)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 // readLines reads the non-blank lines of r, and the number of the first
@@ -343,6 +371,9 @@ func checkTrailer(x *Export, s *sealer, l rawLine) (*Trailer, error) {
 	}
 	if t.Head != digestString(s.head) {
 		return nil, &ExportError{Line: l.n, Reason: "holds a head that is not the last event's digest: the trailer was edited", Err: ErrTampered}
+	}
+	if _, ok := t.signer(); !ok {
+		return nil, &ExportError{Line: l.n, Reason: "holds a signature that does not verify: the trailer was edited, or signed with another key than the one it names", Err: ErrTampered}
 	}
 	return &t, nil
 }

@@ -23,7 +23,7 @@ func sealed(t *testing.T) ([]string, []events.Event) {
 	t.Helper()
 	evs := golden(t, "approvals.jsonl")
 	var buf bytes.Buffer
-	if _, err := replay.WriteExport(&buf, evs); err != nil {
+	if _, err := replay.WriteExport(&buf, evs, replay.WriteExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
@@ -49,7 +49,7 @@ func TestExportRoundTrip(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	tr, err := replay.WriteExport(&buf, evs)
+	tr, err := replay.WriteExport(&buf, evs, replay.WriteExportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +92,8 @@ func TestExportSealIgnoresGPos(t *testing.T) {
 		b[i].GPos += 1000
 	}
 	var ba, bb bytes.Buffer
-	ta, _ := replay.WriteExport(&ba, a)
-	tb, _ := replay.WriteExport(&bb, b)
+	ta, _ := replay.WriteExport(&ba, a, replay.WriteExportOptions{})
+	tb, _ := replay.WriteExport(&bb, b, replay.WriteExportOptions{})
 	if ta != tb {
 		t.Fatalf("trailers differ: %+v, %+v", ta, tb)
 	}
@@ -198,8 +198,8 @@ func TestExportDetectsEdits(t *testing.T) {
 			line: 36, reason: "is the trailer of session " + other + ", not of the events before it"},
 		{name: "trailer format", change: replace(35, `"mcpledger-export/1"`, `"mcpledger-export/2"`),
 			line: 36, reason: "is not the trailer that was exported (mcpledger-export/1)"},
-		{name: "trailer field added", change: replace(35, `"events":`, `"signer":"x","events":`),
-			line: 36, reason: `is not a trailer: json: unknown field "signer"`},
+		{name: "trailer field added", change: replace(35, `"events":`, `"note":"x","events":`),
+			line: 36, reason: `is not a trailer: json: unknown field "note"`},
 		{name: "trailer spaced", change: replace(35, `"events":`, ` "events":`),
 			line: 36, reason: "is not the trailer that was exported (mcpledger-export/1)"},
 		{name: "trailer only", change: func(l []string) []string { return l[35:] },
@@ -298,7 +298,7 @@ func TestReadExportUnknownKind(t *testing.T) {
 	evs := golden(t, "approvals.jsonl")[:2]
 	evs[1].Kind = "future.kind"
 	var buf bytes.Buffer
-	if _, err := replay.WriteExport(&buf, evs); err != nil {
+	if _, err := replay.WriteExport(&buf, evs, replay.WriteExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := replay.ReadExport(&buf, replay.ReadExportOptions{})
@@ -311,13 +311,13 @@ func TestWriteExportReportsTheWriteError(t *testing.T) {
 	full := errors.New("disk full")
 	for _, n := range []int{0, 1, 35} { // within bufio's buffer (at the flush), and past it
 		evs := golden(t, "approvals.jsonl")[:n]
-		if _, err := replay.WriteExport(failingWriter{full}, evs); !errors.Is(err, full) {
+		if _, err := replay.WriteExport(failingWriter{full}, evs, replay.WriteExportOptions{}); !errors.Is(err, full) {
 			t.Errorf("WriteExport of %d events to a full disk = %v", n, err)
 		}
 	}
 	evs := golden(t, "approvals.jsonl")[:1]
 	evs[0].Payload = &badPayload{}
-	if _, err := replay.WriteExport(&bytes.Buffer{}, evs); err == nil || !strings.HasPrefix(err.Error(), "export seq 1: ") {
+	if _, err := replay.WriteExport(&bytes.Buffer{}, evs, replay.WriteExportOptions{}); err == nil || !strings.HasPrefix(err.Error(), "export seq 1: ") {
 		t.Errorf("WriteExport of a payload that does not marshal = %v", err)
 	}
 }

@@ -168,7 +168,7 @@ func TestImportConflict(t *testing.T) {
 		evs := append([]events.Event(nil), x.Events...)
 		change(evs)
 		var buf bytes.Buffer
-		if _, err := replay.WriteExport(&buf, evs); err != nil {
+		if _, err := replay.WriteExport(&buf, evs, replay.WriteExportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(dir, name)
@@ -215,5 +215,62 @@ func TestImportConflict(t *testing.T) {
 	}
 	if r := runCLI(t, "verify", "--journal", dst); r.err != nil {
 		t.Errorf("verify: %v %s", r.err, r.stdout)
+	}
+}
+
+// export --sign makes the user's key on first use (0600, in the user
+// config directory) and signs with it; import --signer requires that key
+// and prints it; a key file others can read is refused.
+func TestExportSigned(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "xdg"))
+	exportOf(t, dir)
+	src := filepath.Join(dir, "src.db")
+	keyPath := filepath.Join(dir, "xdg", "mcpledger", "export-key.pem")
+	signedBy := regexp.MustCompile(`^signed by (SHA256:[A-Za-z0-9+/]{43}) \(key ` + regexp.QuoteMeta(keyPath) + `\)\n$`)
+	first := runCLI(t, "export", "last", "--sign", "--journal", src)
+	m := signedBy.FindStringSubmatch(first.stderr)
+	if first.err != nil || m == nil {
+		t.Fatalf("export --sign = %v, stderr %q", first.err, first.stderr)
+	}
+	fp := m[1]
+	if fi, err := os.Stat(keyPath); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	second := runCLI(t, "export", "last", "--sign", "--journal", src)
+	if second.err != nil || second.stderr != first.stderr || second.stdout != first.stdout {
+		t.Fatalf("a second export --sign = %v, %q: not the same key, or not the same export", second.err, second.stderr)
+	}
+	file := filepath.Join(dir, "signed.jsonl")
+	os.WriteFile(file, []byte(first.stdout), 0o600)
+	other := "SHA256:" + strings.Repeat("A", 43)
+	dst := filepath.Join(dir, "dst.db")
+	r := runCLI(t, "import", file, "--signer", other, "--journal", dst)
+	if r.err == nil || r.err.Error() != "import "+file+": replay: the export is not signed by the key asked for ("+other+"): it is signed by "+fp+"; nothing was imported: ask its sender for an export made with export --sign by that key" {
+		t.Fatalf("import --signer another = %v", r.err)
+	}
+	if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused import created the journal: %v", err)
+	}
+	r = runCLI(t, "import", file, "--signer", fp, "--journal", dst)
+	if r.err != nil || !strings.Contains(r.stdout, " intact, signed by "+fp+", verified)") {
+		t.Fatalf("import --signer = %v %s", r.err, r.stdout)
+	}
+	// An unsigned export, a signer asked for.
+	unsigned := runCLI(t, "export", "last", "--journal", src)
+	os.WriteFile(file, []byte(unsigned.stdout), 0o600)
+	if r := runCLI(t, "import", file, "--signer", fp, "--journal", dst); r.err == nil || !strings.Contains(r.err.Error(), "it is not signed") {
+		t.Fatalf("import --signer of an unsigned export = %v", r.err)
+	}
+	os.Chmod(keyPath, 0o644)
+	r = runCLI(t, "export", "last", "--sign", "--journal", src)
+	if r.err == nil || !strings.Contains(r.err.Error(), "the signing key "+keyPath+" can be read by others (mode 0644): chmod 600 "+keyPath) || r.stdout != "" {
+		t.Fatalf("export --sign with a key others can read = %v, %d bytes out", r.err, len(r.stdout))
+	}
+	os.Chmod(keyPath, 0o600)
+	os.WriteFile(keyPath, []byte("not a key"), 0o600)
+	if r := runCLI(t, "export", "last", "--sign", "--journal", src); r.err == nil || !strings.Contains(r.err.Error(), "holds no PEM private key: move it aside to make a new key") {
+		t.Fatalf("export --sign with a damaged key = %v", r.err)
 	}
 }

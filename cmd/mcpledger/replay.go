@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,10 +129,20 @@ type ExportCommand struct{ env *env }
 
 // Run parses args and exports.
 func (c *ExportCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("export", "SESSION|last > session.jsonl")
+	f := c.env.newCommandFlags("export", "SESSION|last [--sign] > session.jsonl")
+	sign := f.Bool("sign", false, "sign the export with your key ("+exportKeyFile+" in the user config directory, made on first use); import --signer FINGERPRINT then requires it")
 	arg, rest := sessionArg(args)
 	if err := f.parse(rest); err != nil {
 		return err
+	}
+	var opts replay.WriteExportOptions
+	if *sign {
+		key, path, err := c.env.exportKey()
+		if err != nil {
+			return err
+		}
+		opts.Sign = key
+		fmt.Fprintf(c.env.stderr, "signed by %s (key %s)\n", replay.Fingerprint(key.Public().(ed25519.PublicKey)), path)
 	}
 	j, err := f.openReadOnly(ctx)
 	if err != nil {
@@ -146,7 +157,7 @@ func (c *ExportCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = replay.WriteExport(c.env.stdout, evs)
+	_, err = replay.WriteExport(c.env.stdout, evs, opts)
 	return err
 }
 
@@ -156,8 +167,9 @@ type ImportCommand struct{ env *env }
 
 // Run parses args and imports.
 func (c *ImportCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("import", "FILE.jsonl [--unsealed]")
+	f := c.env.newCommandFlags("import", "FILE.jsonl [--signer FINGERPRINT] [--unsealed]")
 	unsealed := f.Bool("unsealed", false, "accept an export without digests (from a build before exports were sealed, or log --json): edits to it cannot be detected")
+	signer := f.String("signer", "", "require the export to be signed (export --sign) by the key of this fingerprint (SHA256:…)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		_ = f.Parse(args)
 		f.Usage()
@@ -171,9 +183,11 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	x, err := replay.ReadExport(fh, replay.ReadExportOptions{Unsealed: *unsealed})
+	x, err := replay.ReadExport(fh, replay.ReadExportOptions{Unsealed: *unsealed, Signer: *signer})
 	fh.Close()
 	switch {
+	case errors.Is(err, replay.ErrSigner):
+		return fmt.Errorf("import %s: %w; nothing was imported: ask its sender for an export made with export --sign by that key", path, err)
 	case errors.Is(err, replay.ErrUnsealed):
 		return fmt.Errorf("import %s: %w (it was written before exports were sealed, or by log --json); export the session again with this build, or pass --unsealed if you trust where the file came from", path, err)
 	case errors.Is(err, replay.ErrTampered), errors.Is(err, replay.ErrTruncated):
@@ -216,7 +230,11 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.stdout, "imported session %s (%d events, verified; UNSEALED: edits to the file before this import cannot be detected)\n", sid, len(evs))
 		return nil
 	}
-	fmt.Fprintf(c.env.stdout, "imported session %s (%d events, seal %s intact, verified)\n", sid, len(evs), events.ShortHash(x.Trailer.Head))
+	signed := ""
+	if fp := x.Signer(); fp != "" {
+		signed = ", signed by " + fp
+	}
+	fmt.Fprintf(c.env.stdout, "imported session %s (%d events, seal %s intact%s, verified)\n", sid, len(evs), events.ShortHash(x.Trailer.Head), signed)
 	return nil
 }
 
