@@ -214,17 +214,17 @@ func ReadExport(r io.Reader, opts ReadExportOptions) (*Export, error) {
 			break
 		}
 	}
-	var x *Export
-	switch {
-	case !sealed && !opts.Unsealed:
+	if !sealed && !opts.Unsealed {
 		return nil, ErrUnsealed
-	case !sealed:
-		x, err = readUnsealed(lines)
-	case blank > 0:
-		return nil, &ExportError{Line: blank, Reason: "is blank: lines were added after export", Err: ErrTampered}
-	default:
-		x, err = readSealed(lines)
 	}
+	if sealed && blank > 0 {
+		return nil, &ExportError{Line: blank, Reason: "is blank: lines were added after export", Err: ErrTampered}
+	}
+	read := readSealed
+	if !sealed {
+		read = readUnsealed
+	}
+	x, err := read(lines)
 	if err == nil && opts.Signer != "" {
 		err = x.checkSigner(opts.Signer)
 	}
@@ -277,7 +277,8 @@ func decodeLine(l rawLine) (events.Event, error) {
 	return e, nil
 }
 
-// checkSeq checks that e is event i (from 0) of the session of first.
+// checkSeq checks that e, read from line l, is the next event of the
+// session of x's events; a failure wraps err.
 func checkSeq(x *Export, e *events.Event, l rawLine, err error) error {
 	i := len(x.Events)
 	if len(x.Events) > 0 && e.Session != x.Events[0].Session {

@@ -64,10 +64,10 @@ func (x *Export) Signer() string {
 // checkSigner checks that x is signed by the key of fingerprint want.
 func (x *Export) checkSigner(want string) error {
 	got := x.Signer()
-	switch {
-	case got == want:
+	if got == want {
 		return nil
-	case got == "":
+	}
+	if got == "" {
 		return fmt.Errorf("%w (%s): it is not signed", ErrSigner, want)
 	}
 	return fmt.Errorf("%w (%s): it is signed by %s", ErrSigner, want, got)
