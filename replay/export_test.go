@@ -441,3 +441,13 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// Line endings are not content: an export whose lines end in CRLF (a
+// Windows checkout, a mail client) reads as the one written.
+func TestReadExportCRLF(t *testing.T) {
+	lines, evs := sealed(t)
+	x, err := replay.ReadExport(strings.NewReader(strings.Join(lines, "\r\n")+"\r\n"), replay.ReadExportOptions{})
+	if err != nil || !reflect.DeepEqual(x.Events, evs) {
+		t.Fatalf("ReadExport of CRLF lines: %v", err)
+	}
+}
