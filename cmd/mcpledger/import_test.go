@@ -2,6 +2,11 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"io/fs"
 	"os"
@@ -269,8 +274,21 @@ func TestExportSigned(t *testing.T) {
 		t.Fatalf("export --sign with a key others can read = %v, %d bytes out", r.err, len(r.stdout))
 	}
 	os.Chmod(keyPath, 0o600)
-	os.WriteFile(keyPath, []byte("not a key"), 0o600)
-	if r := runCLI(t, "export", "last", "--sign", "--journal", src); r.err == nil || !strings.Contains(r.err.Error(), "holds no PEM private key: move it aside to make a new key") {
-		t.Fatalf("export --sign with a damaged key = %v", r.err)
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, _ := x509.MarshalPKCS8PrivateKey(ec)
+	for content, want := range map[string]string{
+		"not a key": "holds no PEM private key: move it aside to make a new key",
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("garbage")})): keyPath + " holds no PKCS #8 private key (asn1: ",
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})):               "holds a *ecdsa.PrivateKey, not an ed25519 key: move it aside to make a new key",
+	} {
+		os.WriteFile(keyPath, []byte(content), 0o600)
+		if r := runCLI(t, "export", "last", "--sign", "--journal", src); r.err == nil || !strings.Contains(r.err.Error(), want) {
+			t.Errorf("export --sign with a key file holding %.20q = %v", content, r.err)
+		}
+	}
+	// Without a user config directory, there is nowhere to keep a key.
+	r = runEnv(t, map[string]string{}, "export", "last", "--sign", "--journal", src)
+	if r.err == nil || r.err.Error() != "export --sign: no user config directory for the signing key: set XDG_CONFIG_HOME or HOME" {
+		t.Errorf("export --sign without HOME = %v", r.err)
 	}
 }

@@ -52,7 +52,7 @@ func readExportKey(path string) (ed25519.PrivateKey, error) {
 	}
 	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("export --sign: %s: %w: move it aside to make a new key", path, err)
+		return nil, fmt.Errorf("export --sign: %s holds no PKCS #8 private key (%w): move it aside to make a new key", path, err)
 	}
 	key, ok := k.(ed25519.PrivateKey)
 	if !ok {
