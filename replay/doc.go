@@ -25,6 +25,19 @@
 // difference is reported as a [*MismatchError] wrapping [ErrNondeterminism]:
 // a missing decision, an extra one, or a different one, with both sides.
 //
+// # Exports
+//
+// [WriteExport] writes a session as sealed JSON lines: each event as `log
+// --json` prints it with a digest chained over the lines (positions in the
+// source journal aside), then a trailer with the head and the count, signed
+// if asked ([WriteExportOptions]). [ReadExport] recomputes the chain and
+// reports the first line that differs from what was exported as an
+// *[ExportError]; [Export.Conflict] compares an export with the session a
+// journal holds, naming the first event that differs (*[ConflictError]).
+// The chain has no key: it catches every edit but a deliberate one that
+// recomputes it; only a signature checked against a fingerprint the
+// importer knows (ReadExportOptions.Signer) catches that.
+//
 // Re-enacting a session through the real runtime code (the Manager with
 // its effects against recorded answers) lives in package runtime
 // (runtime.Reenact), because replay may not import runtime.

@@ -9,8 +9,10 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 )
 
-// WriteJSONL writes events one JSON object per line (the export format,
-// the same shape as `mcpledger log --json`).
+// WriteJSONL writes events one JSON object per line, the shape of
+// `mcpledger log --json`, without a seal: the format of the golden
+// journals under testdata/journals, and of exports before they were
+// sealed. `mcpledger export` writes [WriteExport]'s.
 func WriteJSONL(w io.Writer, evs []events.Event) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -23,7 +25,8 @@ func WriteJSONL(w io.Writer, evs []events.Event) error {
 }
 
 // ReadJSONL reads events written by WriteJSONL, upcasting old schema
-// versions. A line that does not decode is reported with its number.
+// versions. A line that does not decode is reported with its number. It
+// checks no seal: an export is read with [ReadExport].
 func ReadJSONL(r io.Reader) ([]events.Event, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)

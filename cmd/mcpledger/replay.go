@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,15 +128,26 @@ func untilSeq(evs []events.Event, until string) (uint64, error) {
 	return replay.SeqAt(evs, t.UnixNano())
 }
 
-// ExportCommand writes a session as JSONL, to attach to a bug report.
+// ExportCommand writes a session as sealed JSONL (replay.WriteExport), to
+// attach to a bug report or move to another journal.
 type ExportCommand struct{ env *env }
 
 // Run parses args and exports.
 func (c *ExportCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("export", "SESSION|last > session.jsonl")
+	f := c.env.newCommandFlags("export", "SESSION|last [--sign] > session.jsonl")
+	sign := f.Bool("sign", false, "sign the export with your key ("+exportKeyFile+" in the user config directory, made on first use); import --signer FINGERPRINT then requires it")
 	arg, rest := sessionArg(args)
 	if err := f.parse(rest); err != nil {
 		return err
+	}
+	var opts replay.WriteExportOptions
+	if *sign {
+		key, path, err := c.env.exportKey()
+		if err != nil {
+			return err
+		}
+		opts.Sign = key
+		fmt.Fprintf(c.env.stderr, "signed by %s (key %s)\n", replay.Fingerprint(key.Public().(ed25519.PublicKey)), path)
 	}
 	j, err := f.openReadOnly(ctx)
 	if err != nil {
@@ -150,16 +162,19 @@ func (c *ExportCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return replay.WriteJSONL(c.env.stdout, evs)
+	_, err = replay.WriteExport(c.env.stdout, evs, opts)
+	return err
 }
 
 // ImportCommand reads an exported session into this journal after
-// verifying it replays.
+// checking its seal and verifying that it replays.
 type ImportCommand struct{ env *env }
 
 // Run parses args and imports.
 func (c *ImportCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("import", "FILE.jsonl")
+	f := c.env.newCommandFlags("import", "FILE.jsonl [--signer FINGERPRINT] [--unsealed]")
+	unsealed := f.Bool("unsealed", false, "accept an export without digests (from a build before exports were sealed, or log --json): edits to it cannot be detected")
+	signer := f.String("signer", "", "require the export to be signed (export --sign) by the key of this fingerprint (SHA256:…)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		_ = f.Parse(args)
 		f.Usage()
@@ -173,20 +188,22 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	evs, err := replay.ReadJSONL(fh)
+	x, err := replay.ReadExport(fh, replay.ReadExportOptions{Unsealed: *unsealed, Signer: *signer})
 	fh.Close()
-	if err != nil {
+	switch {
+	case errors.Is(err, replay.ErrSigner):
+		return fmt.Errorf("import %s: %w; nothing was imported: ask its sender for an export made with export --sign by that key", path, err)
+	case errors.Is(err, replay.ErrUnsealed):
+		return fmt.Errorf("import %s: %w (it was written before exports were sealed, or by log --json); export the session again with this build, or pass --unsealed if you trust where the file came from", path, err)
+	case errors.Is(err, replay.ErrTampered), errors.Is(err, replay.ErrTruncated):
+		return fmt.Errorf("import %s: %w; nothing was imported: export the session again from the journal it came from (an edited or cut export cannot be imported)", path, err)
+	case err != nil:
 		return fmt.Errorf("import %s: %w", path, err)
 	}
-	if len(evs) == 0 {
+	if len(x.Events) == 0 {
 		return fmt.Errorf("import %s: no events", path)
 	}
-	sid := evs[0].Session
-	for i, e := range evs {
-		if e.Session != sid || e.Seq != uint64(i+1) {
-			return fmt.Errorf("import %s: line %d: one session, seqs from 1 without gaps expected (got session %s seq %d)", path, i+1, e.Session, e.Seq)
-		}
-	}
+	evs, sid := x.Events, x.Events[0].Session
 	if err := replay.VerifyEvents(evs); err != nil {
 		return fmt.Errorf("import %s: the session does not replay: %w", path, err)
 	}
@@ -195,21 +212,34 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer j.Close()
-	res, err := j.Append(ctx, sid, store.NoStream, evs)
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("import %s: the journal already has a different session %s", path, sid)
-	}
-	if err != nil {
+	held, err := replay.Session(ctx, j, sid)
+	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, replay.ErrEmptySession) {
 		return err
 	}
-	if res.Duplicate {
-		fmt.Fprintf(c.env.stdout, "session %s was already imported\n", sid)
+	if len(held) > 0 {
+		if err := x.Conflict(held); err != nil {
+			return fmt.Errorf("import %s: session %s: %w\n(nothing was imported: one of the two was changed; see what the journal holds with mcpledger export %s, or import the file into another journal with --journal)", path, sid, err, sid)
+		}
+		fmt.Fprintf(c.env.stdout, "session %s was already imported (the same %d events)\n", sid, len(evs))
 		return nil
+	}
+	if _, err := j.Append(ctx, sid, store.NoStream, evs); errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("import %s: %w (the journal holds some of its events in another session: nothing was imported)", path, err)
+	} else if err != nil {
+		return err
 	}
 	if err := replay.Verify(ctx, j, sid); err != nil {
 		return fmt.Errorf("import %s: imported, but it does not verify from the journal: %w", path, err)
 	}
-	fmt.Fprintf(c.env.stdout, "imported session %s (%d events, verified)\n", sid, len(evs))
+	if x.Trailer == nil {
+		fmt.Fprintf(c.env.stdout, "imported session %s (%d events, verified; UNSEALED: edits to the file before this import cannot be detected)\n", sid, len(evs))
+		return nil
+	}
+	signed := ""
+	if fp := x.Signer(); fp != "" {
+		signed = ", signed by " + fp
+	}
+	fmt.Fprintf(c.env.stdout, "imported session %s (%d events, seal %s intact%s, verified)\n", sid, len(evs), events.ShortHash(x.Trailer.Head), signed)
 	return nil
 }
 

@@ -70,7 +70,7 @@ func TestExportImportReplayWhy(t *testing.T) {
 	// A bad journal is refused before anything is written.
 	bad, _ := os.ReadFile(filepath.Join("..", "..", "testdata", "journals", "bad-different-delay.jsonl"))
 	os.WriteFile(file, bad, 0o600)
-	if out, err := do("import", file, "--journal", filepath.Join(dir, "c.db")); err == nil || !strings.Contains(err.Error(), "does not replay") {
+	if out, err := do("import", file, "--unsealed", "--journal", filepath.Join(dir, "c.db")); err == nil || !strings.Contains(err.Error(), "does not replay") {
 		t.Fatalf("bad import: %v %s", err, out)
 	}
 	if out, err := do("verify", "--journal", dst); err != nil || !strings.Contains(out, "every session replays") {

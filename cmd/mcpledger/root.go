@@ -154,8 +154,10 @@ Commands:
   replay [SESSION|last] [--until SEQ|TIME] [--verify] [--json]
         the session's status, catalog and approvals as they were after an event;
         --verify re-runs the decider on the recorded inputs and compares
-  export SESSION > s.jsonl | import s.jsonl
-        move a session between journals (import verifies it first)
+  export SESSION [--sign] > s.jsonl | import s.jsonl [--signer FP] [--unsealed]
+        move a session between journals: the export is sealed (a digest
+        chained over every line, a trailer; --sign adds your signature),
+        import refuses any edit to it and verifies that it replays
   why TOOL [--session S] [--at SEQ|TIME]
         was the tool in the catalog then, and if not, the chain of reasons
   timeline SESSION -o FILE [--width PX]
