@@ -1,0 +1,321 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// ErrDamaged is returned by a writable [Open] of a journal whose page
+// structure is damaged where a writer would write: a commit reads and
+// rewrites those pages, so appending could lose or garble what is stored
+// (see checkStructure). It wraps [ErrCorrupt]. Read-only opens do not
+// check it: reads report the damage they meet, and `mcpledger salvage`
+// copies what still reads.
+var ErrDamaged error = damagedError{}
+
+type damagedError struct{}
+
+func (damagedError) Error() string { return "store: journal structure is damaged" }
+
+// Is makes errors.Is(ErrDamaged, ErrCorrupt) hold.
+func (damagedError) Is(target error) bool { return target == ErrCorrupt }
+
+// checkStructure checks, before a writer opens the file, the pages its
+// commits read and rewrite, without reading the whole history: every
+// branch page of every top-level bucket (a commit walks branch pages to
+// the leaf it changes, and rewrites the path), and the rightmost leaf of
+// each (log/ grows only there). Of each page: its header (its own id,
+// its flags, a count and overflow that fit), its elements inside it, its
+// keys strictly ascending and inside the range its parent gives it; of
+// each child: an id inside the pages meta m uses, neither free nor
+// referenced twice. A bbolt tree is balanced, so the leftmost child of a
+// branch tells whether its level holds branches or leaves; leaves are
+// not read, except the rightmost. free is the freelist (freePages).
+//
+// The branch pages are a small fraction of the file (one per ~170 leaves
+// of log/), so the check reads a few hundred pages of a million-event
+// journal (BenchmarkCheckStructure).
+func checkStructure(f *os.File, m boltMeta, free []uint64) error {
+	c := &structChecker{f: f, m: m, used: make([]uint64, (m.pgid+63)/64)}
+	for _, id := range free {
+		c.mark(id)
+	}
+	c.mark(m.root)
+	return c.rootTree(m.root, 0)
+}
+
+// rootTree checks the root bucket's page id and, when it is a branch (a
+// file with more top-level buckets than fill a page), its children, and
+// then the tree of each bucket its leaves hold. The root bucket's tree is
+// small (a few bucket names): it is read whole.
+func (c *structChecker) rootTree(id uint64, depth int) error {
+	const what = "the root bucket"
+	p, err := c.page(id, what)
+	if err != nil {
+		return err
+	}
+	if p.flags == branchPageFlag {
+		if depth > 8 {
+			return fmt.Errorf("page %d (%s) is nested too deep", id, what)
+		}
+		for i := range p.count {
+			_, child := p.branchElem(i)
+			if child < 2 || child >= c.m.pgid || !c.mark(child) {
+				return fmt.Errorf("branch page %d (%s) points at page %d, outside the file, free or used twice", id, what, child)
+			}
+			if err := c.rootTree(child, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := range p.count {
+		flags, k, v := p.leafElem(i)
+		if flags&bucketLeafFlag == 0 || len(v) < bucketHeader {
+			continue
+		}
+		if root := binary.LittleEndian.Uint64(v); root != 0 { // 0: inline, checkRoot checked it
+			if err := c.tree(string(k), root, binary.LittleEndian.Uint64(v[8:])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// structChecker carries one checkStructure: used has a bit per page,
+// set for free pages and for each page a parent has pointed at.
+type structChecker struct {
+	f    *os.File
+	m    boltMeta
+	used []uint64
+	// keyLen is the length of the keys of the bucket being checked (0:
+	// any); maxKey, when not 0, bounds its 8-byte keys to 1..maxKey.
+	keyLen int
+	maxKey uint64
+}
+
+// mark sets page id's bit and reports whether it was clear.
+func (c *structChecker) mark(id uint64) bool {
+	w, b := id/64, uint64(1)<<(id%64)
+	was := c.used[w]&b != 0
+	c.used[w] |= b
+	return !was
+}
+
+// rawPage is one page read whole (with its overflow).
+type rawPage struct {
+	id    uint64
+	flags uint16
+	count int
+	b     []byte
+}
+
+// page reads page id, checking its header; what names it in errors.
+func (c *structChecker) page(id uint64, what string) (*rawPage, error) {
+	if id < 2 || id >= c.m.pgid {
+		return nil, fmt.Errorf("%s points at page %d, outside the file's pages 2 to %d", what, id, c.m.pgid-1)
+	}
+	ps := int64(c.m.pageSize)
+	var hdr [pageHeader]byte
+	if _, err := c.f.ReadAt(hdr[:], int64(id)*ps); err != nil {
+		return nil, fmt.Errorf("reading page %d (%s): %v", id, what, err)
+	}
+	le := binary.LittleEndian
+	p := &rawPage{id: id, flags: le.Uint16(hdr[8:]), count: int(le.Uint16(hdr[10:]))}
+	overflow := uint64(le.Uint32(hdr[12:]))
+	switch {
+	case le.Uint64(hdr[0:]) != id:
+		return nil, fmt.Errorf("page %d (%s) says it is page %d", id, what, le.Uint64(hdr[0:]))
+	case p.flags != branchPageFlag && p.flags != leafPageFlag:
+		return nil, fmt.Errorf("page %d (%s) has flags %#x, not a branch or leaf page's", id, what, p.flags)
+	case overflow >= c.m.pgid-id:
+		return nil, fmt.Errorf("page %d (%s) overflows into %d more pages, past the file's %d", id, what, overflow, c.m.pgid)
+	}
+	p.b = make([]byte, (int64(overflow)+1)*ps)
+	if _, err := c.f.ReadAt(p.b, int64(id)*ps); err != nil {
+		return nil, fmt.Errorf("reading page %d (%s): %v", id, what, err)
+	}
+	if pageHeader+p.count*pageElemSize > len(p.b) {
+		return nil, fmt.Errorf("page %d (%s) has %d elements, more than it holds", id, what, p.count)
+	}
+	for i := range p.count {
+		if at, end := p.elemEnd(i); end > len(p.b) {
+			return nil, fmt.Errorf("element %d of page %d (%s) ends %d bytes past the page", i, id, what, end-len(p.b))
+		} else if end < at {
+			return nil, fmt.Errorf("element %d of page %d (%s) overflows", i, id, what)
+		}
+	}
+	return p, nil
+}
+
+// elemEnd returns where element i starts and where its key (branch) or
+// value (leaf) ends, as offsets in p.b.
+func (p *rawPage) elemEnd(i int) (at, end int) {
+	le := binary.LittleEndian
+	at = pageHeader + i*pageElemSize
+	e := p.b[at:]
+	if p.flags == branchPageFlag {
+		return at, at + int(le.Uint32(e[0:])) + int(le.Uint32(e[4:]))
+	}
+	return at, at + int(le.Uint32(e[4:])) + int(le.Uint32(e[8:])) + int(le.Uint32(e[12:]))
+}
+
+// branchElem returns branch element i's key and child page.
+func (p *rawPage) branchElem(i int) (key []byte, child uint64) {
+	le := binary.LittleEndian
+	at := pageHeader + i*pageElemSize
+	e := p.b[at:]
+	pos, ksize := at+int(le.Uint32(e[0:])), int(le.Uint32(e[4:]))
+	return p.b[pos : pos+ksize], le.Uint64(e[8:])
+}
+
+// leafElem returns leaf element i's flags, key and value.
+func (p *rawPage) leafElem(i int) (flags uint32, key, value []byte) {
+	le := binary.LittleEndian
+	at := pageHeader + i*pageElemSize
+	e := p.b[at:]
+	pos, ksize, vsize := at+int(le.Uint32(e[4:])), int(le.Uint32(e[8:])), int(le.Uint32(e[12:]))
+	return le.Uint32(e[0:]), p.b[pos : pos+ksize], p.b[pos+ksize : pos+ksize+vsize]
+}
+
+// key returns element i's key.
+func (p *rawPage) key(i int) []byte {
+	if p.flags == branchPageFlag {
+		k, _ := p.branchElem(i)
+		return k
+	}
+	_, k, _ := p.leafElem(i)
+	return k
+}
+
+// keysIn checks that p's keys ascend strictly and lie below hi, and all
+// but the first at or above lo (a nil bound is open). A seek for a key
+// goes down the last branch element at or below it, so keys outside
+// these bounds are keys no read finds. The first key is exempt from lo:
+// no seek depends on it, and a branch's first key may be older than its
+// child's first key.
+func (c *structChecker) keysIn(p *rawPage, lo, hi []byte, what string) error {
+	var prev []byte
+	for i := range p.count {
+		k := p.key(i)
+		switch {
+		case c.keyLen != 0 && len(k) != c.keyLen:
+			return fmt.Errorf("page %d (%s) has a key of %d bytes at element %d, not %d", p.id, what, len(k), i, c.keyLen)
+		case c.maxKey != 0 && (binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > c.maxKey):
+			return fmt.Errorf("page %d (%s) holds key %d, outside the log's positions 1 to %d", p.id, what, binary.BigEndian.Uint64(k), c.maxKey)
+		case i > 0 && bytes.Compare(prev, k) >= 0:
+			return fmt.Errorf("page %d (%s) has its keys out of order at element %d", p.id, what, i)
+		case i > 0 && lo != nil && bytes.Compare(k, lo) < 0, hi != nil && bytes.Compare(k, hi) >= 0:
+			return fmt.Errorf("page %d (%s) holds key %x outside the range its parent gives it", p.id, what, k[:min(len(k), keyTextMax)])
+		}
+		prev = k
+	}
+	return nil
+}
+
+// childRef is a page a branch points at, with the key range it covers.
+type childRef struct {
+	id     uint64
+	lo, hi []byte
+}
+
+// keyLens are the key lengths of the journal's buckets (layout.go).
+var keyLens = map[string]int{
+	string(bucketLog): 8, string(bucketSessions): 16, string(bucketIndex): indexKeyLen, string(bucketCheckpoints): 8,
+}
+
+// tree checks bucket name's tree from its root page; seq is the bucket's
+// sequence. In log/, whose keys are the positions 1 to seq, every key
+// must be one of them, and the rightmost leaf must end at seq: that is
+// where the next commit appends.
+func (c *structChecker) tree(name string, root, seq uint64) error {
+	what := "bucket " + name
+	c.keyLen = keyLens[name]
+	c.maxKey = 0
+	if name == string(bucketLog) {
+		c.maxKey = seq
+	}
+	if !c.mark(root) {
+		return fmt.Errorf("%s's root page %d is free or used twice", what, root)
+	}
+	level := []childRef{{id: root}}
+	for {
+		first, err := c.page(level[0].id, what)
+		if err != nil {
+			return err
+		}
+		if first.flags == leafPageFlag {
+			// This level is leaves: check the rightmost one, where the
+			// next commit of log/ writes.
+			last := first
+			if r := level[len(level)-1]; r.id != first.id {
+				if last, err = c.page(r.id, what); err != nil {
+					return err
+				}
+			}
+			r := level[len(level)-1]
+			if last.flags != leafPageFlag {
+				return fmt.Errorf("page %d (%s) is a branch among leaves", last.id, what)
+			}
+			if err := c.keysIn(last, r.lo, r.hi, what); err != nil {
+				return err
+			}
+			if c.maxKey == 0 || last.count == 0 {
+				return nil
+			}
+			if _, k, _ := last.leafElem(last.count - 1); binary.BigEndian.Uint64(k) != c.maxKey {
+				return fmt.Errorf("the last page of %s (%d) ends at key %d, not at its sequence %d", what, last.id, binary.BigEndian.Uint64(k), c.maxKey)
+			}
+			return nil
+		}
+		var next []childRef
+		for i, ref := range level {
+			p := first
+			if i > 0 {
+				if p, err = c.page(ref.id, what); err != nil {
+					return err
+				}
+			}
+			if next, err = c.branch(p, ref, what, next); err != nil {
+				return err
+			}
+		}
+		level = next
+	}
+}
+
+// branch checks branch page p, which ref points at, and appends its
+// children to next.
+func (c *structChecker) branch(p *rawPage, ref childRef, what string, next []childRef) ([]childRef, error) {
+	switch {
+	case p.flags != branchPageFlag:
+		return nil, fmt.Errorf("page %d (%s) is a leaf among branches", p.id, what)
+	case p.count == 0:
+		return nil, fmt.Errorf("branch page %d (%s) is empty", p.id, what)
+	}
+	if err := c.keysIn(p, ref.lo, ref.hi, what); err != nil {
+		return nil, err
+	}
+	for i := range p.count {
+		k, child := p.branchElem(i)
+		if child < 2 || child >= c.m.pgid {
+			return nil, fmt.Errorf("branch page %d (%s) points at page %d, outside the file's pages 2 to %d", p.id, what, child, c.m.pgid-1)
+		}
+		if !c.mark(child) {
+			return nil, fmt.Errorf("branch page %d (%s) points at page %d, which is free or used twice", p.id, what, child)
+		}
+		lo, hi := ref.lo, ref.hi
+		if i > 0 {
+			lo = slices.Clip(k)
+		}
+		if i+1 < p.count {
+			hi, _ = p.branchElem(i + 1)
+		}
+		next = append(next, childRef{id: child, lo: lo, hi: hi})
+	}
+	return next, nil
+}
