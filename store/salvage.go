@@ -223,7 +223,7 @@ func plan(f *os.File, res *scanResult, rep *SalvageReport) []found {
 		}
 		if s.Kept == 0 {
 			rep.Gone++
-			if s.FirstLost != 0 {
+			if len(recs) == 0 {
 				s.Reason = "none of its records is left in the file"
 			}
 		} else {
