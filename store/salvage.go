@@ -213,12 +213,11 @@ func plan(f *os.File, res *scanResult, rep *SalvageReport) []found {
 			}
 		}
 		h, headOK := res.heads[sid]
-		switch {
-		case s.FirstLost == 0 && headOK && s.Kept < h.LastSeq:
+		if s.FirstLost == 0 && headOK && s.Kept < h.LastSeq {
 			s.FirstLost, s.Reason = s.Kept+1, fmt.Sprintf("seq %d is not in the file (its page is damaged or gone)", s.Kept+1)
-		case s.FirstLost == 0 && headOK && s.Kept == h.LastSeq && !bytes.Equal(chain[:], h.Head[:]):
+		} else if s.FirstLost == 0 && headOK && s.Kept == h.LastSeq && !bytes.Equal(chain[:], h.Head[:]) {
 			s.Reason = "its records' hash chain does not match its head: a record was replaced by another with a valid CRC; they are kept as found"
-		case s.FirstLost == 0 && !headOK:
+		} else if s.FirstLost == 0 && !headOK {
 			s.Reason = "its head is lost: whether events followed the last one kept is unknown"
 		}
 		if s.Kept == 0 {
@@ -238,12 +237,10 @@ func plan(f *os.File, res *scanResult, rep *SalvageReport) []found {
 	slices.SortFunc(rep.PerSession, func(a, b SalvagedSession) int { return slices.Compare(a.Session[:], b.Session[:]) })
 	slices.SortFunc(keep, func(a, b found) int { return cmp.Compare(a.gpos, b.gpos) })
 	rep.Base = SalvagedBase{GPos: res.base}
-	switch {
-	case !res.baseSeen || res.base == 0:
-	case res.baseState == nil:
+	if res.base != 0 && res.baseState == nil {
 		rep.Base.Reason = fmt.Sprintf("the base state (the fold of the %d archived records) is lost or fails its checksum", res.base)
 		rep.Base.Archive = res.archive
-	default:
+	} else if res.base != 0 {
 		rep.Base.Kept = true
 	}
 	return keep
@@ -285,9 +282,9 @@ func writeSalvaged(ctx context.Context, f *os.File, dst string, res *scanResult,
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		sid := keep[i].sid
-		var evs []events.Event
-		for ; i < len(keep) && keep[i].sid == sid && len(evs) < salvageBatch; i++ {
+		sid, end := keep[i].sid, nextBatch(keep, i, salvageBatch)
+		evs := make([]events.Event, 0, end-i)
+		for ; i < end; i++ {
 			b := make([]byte, keep[i].n)
 			if _, err := f.ReadAt(b, keep[i].off); err != nil {
 				return err
@@ -304,13 +301,17 @@ func writeSalvaged(ctx context.Context, f *os.File, dst string, res *scanResult,
 			return err
 		}
 	}
-	if err := wait(0); err != nil {
-		return err
+	return errors.Join(wait(0), j.Close(), syncFile(dst))
+}
+
+// nextBatch returns the end of the append that starts at keep[i]: the
+// records after it of the same session, at most max in all.
+func nextBatch(keep []found, i, max int) int {
+	end := i + 1
+	for end < len(keep) && end-i < max && keep[end].sid == keep[i].sid {
+		end++
 	}
-	if err := j.Close(); err != nil {
-		return err
-	}
-	return syncFile(dst)
+	return end
 }
 
 // writeBase writes the journal's meta, meta/base and meta/base_state into
@@ -334,26 +335,18 @@ func writeBase(dst string, base uint64, state []byte) error {
 		}
 		return tx.Bucket(bucketLog).SetSequence(base)
 	})
-	if err != nil {
-		return translate(err)
-	}
-	return translate(db.Close())
+	return translate(errors.Join(err, db.Close()))
 }
 
 // syncFile makes path and its directory entry durable.
 func syncFile(path string) error {
+	var errs []error
 	for _, p := range []string{path, filepath.Dir(path)} {
 		f, err := os.Open(p)
 		if err != nil {
 			return err
 		}
-		err = f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
+		errs = append(errs, f.Sync(), f.Close())
 	}
-	return nil
+	return errors.Join(errs...)
 }

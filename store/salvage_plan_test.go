@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,7 +81,7 @@ func TestSalvagePlan(t *testing.T) {
 		{"the end missing", []found{rec(0, 1, 1), rec(1, 2, 2)}, &full, 2, 3, 0, "seq 3 is not in the file"},
 		{"out of order", []found{rec(0, 1, 4), rec(1, 2, 2), rec(2, 3, 5)}, &full, 1, 2, 1, "seq 2 is stored at position 2, before seq 1's 4"},
 		{"the same position twice", []found{rec(0, 1, 4), rec(1, 2, 4)}, &full, 1, 2, 0, "seq 2 is stored at position 4"},
-		{"undecodable", []found{rec(0, 1, 1), func() found { r := rec(1, 2, 2); r.bad = "it does not decode: x"; return r }(), rec(2, 3, 5)}, &full, 1, 2, 1, "seq 2 it does not decode: x"},
+		{"undecodable", []found{rec(0, 1, 1), func() found { r := rec(1, 2, 2); r.bad = "does not decode: x"; return r }(), rec(2, 3, 5)}, &full, 1, 2, 1, "seq 2 does not decode: x"},
 		{"unreadable", []found{rec(0, 1, 1), func() found { r := rec(1, 2, 2); r.off = 1 << 40; return r }()}, &full, 1, 2, 0, "seq 2 cannot be read again"},
 		{"another chain", []found{rec(0, 1, 1), rec(1, 2, 2), rec(2, 3, 5), rec(4, 4, 9)}, &full, 4, 0, 0, "hash chain does not match its head"},
 		{"no head", []found{rec(0, 1, 1), rec(1, 2, 2)}, nil, 2, 0, 0, "its head is lost"},
@@ -210,7 +211,7 @@ func TestSalvageRewrittenRecords(t *testing.T) {
 	if s := got[a]; s.Kept != 10 || s.FirstLost != 0 || !strings.Contains(s.Reason, "hash chain does not match its head") {
 		t.Errorf("a record replaced by another: %+v", s)
 	}
-	if s := got[b]; s.Kept != 3 || s.FirstLost != 4 || !strings.Contains(s.Reason, "seq 4 it does not decode") || s.Stranded != 6 {
+	if s := got[b]; s.Kept != 3 || s.FirstLost != 4 || !strings.Contains(s.Reason, "seq 4 does not decode") || s.Stranded != 6 {
 		t.Errorf("a record that no longer decodes: %+v", s)
 	}
 	if rep.Events != 13 || rep.Verified.Events != 13 {
@@ -261,5 +262,128 @@ func TestSalvageScanFallbacks(t *testing.T) {
 	rep, err := Salvage(t.Context(), path, path+".out", nil)
 	if err != nil || rep.Events != 2 || rep.Lost != 0 || rep.Pages == 0 {
 		t.Errorf("a journal of two events: %+v, %v", rep, err)
+	}
+}
+
+func TestNextBatch(t *testing.T) {
+	a, b := uuid.UUID{1}, uuid.UUID{2}
+	keep := []found{{sid: a}, {sid: a}, {sid: a}, {sid: a}, {sid: a}, {sid: b}, {sid: a}}
+	var ends []int
+	for i := 0; i < len(keep); i = nextBatch(keep, i, 2) {
+		ends = append(ends, nextBatch(keep, i, 2))
+	}
+	if want := []int{2, 4, 5, 6, 7}; !slices.Equal(ends, want) {
+		t.Errorf("batches of at most 2 of one session end at %v, want %v", ends, want)
+	}
+	if end := nextBatch(keep, 0, 1024); end != 5 {
+		t.Errorf("a batch of 1024 ends at %d, want 5 (where the session changes)", end)
+	}
+}
+
+// TestSalvageDamagedLeaf: a leaf page of the log whose count and element
+// lengths are damaged: the scan takes the elements that lie inside the
+// page and skips the others, without reading past it.
+func TestSalvageDamagedLeaf(t *testing.T) {
+	d := structFile(t)
+	b := &structBase
+	le := binary.LittleEndian
+	ps := int(b.m.pageSize)
+	mid := b.page(b.mids[1])
+	_, leaf := mid.branchElem(1)
+	p := d[int(leaf)*ps : int(leaf+1)*ps]
+	if le.Uint16(p[8:]) != leafPageFlag || le.Uint16(p[10:]) < 10 {
+		t.Fatalf("page %d is not a leaf of 10 or more records", leaf)
+	}
+	le.PutUint16(p[10:], 0xFFFF)                              // count
+	le.PutUint32(p[pageHeader+3*pageElemSize+8:], 1<<30)      // element 3's key size
+	le.PutUint32(p[pageHeader+5*pageElemSize+12:], 1<<30)     // element 5's value size
+	le.PutUint32(p[pageHeader+7*pageElemSize+4:], uint32(ps)) // element 7's position
+	path := filepath.Join(t.TempDir(), "j.db")
+	if err := os.WriteFile(path, d, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Salvage(t.Context(), path, path+".out", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stranded int
+	for _, s := range rep.PerSession {
+		stranded += s.Stranded
+	}
+	// Element 3's record is the first lost: its session (and the others,
+	// whose records interleave in the same page) keeps what precedes it.
+	if rep.Lost == 0 || stranded == 0 || rep.Events == 0 || rep.Events >= 9000 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+// TestSalvageScanBounds: the scan reads the pages below the newest meta's
+// high-water mark, not a leaf page past it (a commit that never
+// completed), and of two valid metas with one transaction id, the first
+// (as bbolt does).
+func TestSalvageScanBounds(t *testing.T) {
+	d := structFile(t)
+	b := &structBase
+	other := filepath.Join(t.TempDir(), "other.db")
+	j, err := Open(other, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray := events.NewID()
+	evs := make([]events.Event, 200)
+	for i := range evs {
+		evs[i] = ev("stray", i)
+	}
+	if _, err := j.Append(t.Context(), stray, NoStream, evs); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	db, err := bolt.Open(other, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page []byte
+	_ = db.View(func(tx *bolt.Tx) error {
+		for id := 2; page == nil; id++ {
+			if p, err := tx.Page(id); err != nil || p == nil {
+				return err
+			} else if p.Type == "leaf" && p.Count > 10 {
+				data, _ := os.ReadFile(other)
+				page = bytes.Clone(data[id*int(structBase.m.pageSize) : (id+1)*int(structBase.m.pageSize)])
+			}
+		}
+		return nil
+	})
+	db.Close()
+	if page == nil || uint64(len(d)) != b.m.pgid*uint64(b.m.pageSize) {
+		t.Fatal("no leaf page of records to plant, or the base file is not its pages in use")
+	}
+	binary.LittleEndian.PutUint64(page, b.m.pgid)
+	path := filepath.Join(t.TempDir(), "j.db")
+	if err := os.WriteFile(path, append(d, page...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Salvage(t.Context(), path, path+".out", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.PerSession {
+		if s.Session == stray {
+			t.Errorf("salvaged %d events of a page past the high-water mark", s.Kept)
+		}
+	}
+	if rep.Events != 9000 {
+		t.Errorf("%d events salvaged, want 9000", rep.Events)
+	}
+
+	d = structFile(t)
+	m0, _ := parseMeta(d)
+	copy(d[b.m.pageSize:], metaPage(b.m.pageSize, m0.root, m0.freelist, 2, m0.txid)) // the second meta: same txid, no pages
+	path = filepath.Join(t.TempDir(), "j.db")
+	if err := os.WriteFile(path, d, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = Salvage(t.Context(), path, path+".out", nil); err != nil || rep.Events == 0 {
+		t.Errorf("two metas of one transaction: %d events salvaged (%v), want those of the first meta's pages", rep.Events, err)
 	}
 }

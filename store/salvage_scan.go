@@ -57,16 +57,12 @@ type scanResult struct {
 	checkpoints    int // checkpoint values seen (sealed, under an 8-byte key)
 }
 
-// scanChunk is how many pages the scan reads at a time.
-const scanChunk = 256
+// scanChunk is how many pages the scan reads at a time to find the leaf
+// pages (each of which it then reads with its overflow).
+const scanChunk = 64
 
 // scanPages reads f's pages raw (see above).
 func scanPages(f *os.File) (*scanResult, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	size := fi.Size()
 	res := &scanResult{heads: map[uuid.UUID]SessionInfo{}}
 	first := make([]byte, 4096)
 	n, err := f.ReadAt(first, 0)
@@ -77,19 +73,22 @@ func scanPages(f *os.File) (*scanResult, error) {
 	if m1, ok1 := readMeta(f, int64(max(m.pageSize, uint32(os.Getpagesize())))); ok1 && (!ok || m1.txid > m.txid) {
 		m, ok = m1, true
 	}
+	// Without a valid meta, the scan reads to the end of the file, at the
+	// OS's page size; with one, the pages below its high-water mark (the
+	// pages past it are not committed) that the file still holds.
 	res.pageSize = uint32(os.Getpagesize())
-	end := uint64(size) / uint64(res.pageSize)
+	end := ^uint64(0)
 	var free []uint64
 	if ok {
-		res.pageSize = m.pageSize
-		end = min(uint64(size)/uint64(m.pageSize), m.pgid)
+		res.pageSize, end = m.pageSize, m.pgid
 		free, _ = freePages(f, m) // unreadable: skip nothing
 	}
 	ps := int64(res.pageSize)
 	dec := events.NewDecoder()
 	buf := make([]byte, scanChunk*ps)
 	for start := uint64(2); start < end; start += scanChunk {
-		got, err := f.ReadAt(buf[:min(uint64(scanChunk), end-start)*uint64(ps)], int64(start)*ps)
+		want := min(uint64(scanChunk), end-start) * uint64(ps)
+		got, err := f.ReadAt(buf[:want], int64(start)*ps)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
@@ -98,18 +97,21 @@ func scanPages(f *os.File) (*scanResult, error) {
 			if _, isFree := slices.BinarySearch(free, id); isFree {
 				continue
 			}
-			p := buf[i : i+ps]
+			hdr := buf[i : i+pageHeader]
 			le := binary.LittleEndian
-			if le.Uint64(p) != id || le.Uint16(p[8:]) != leafPageFlag {
+			if le.Uint64(hdr) != id || le.Uint16(hdr[8:]) != leafPageFlag {
 				continue
 			}
 			res.pages++
-			if overflow := int64(le.Uint32(p[12:])); overflow > 0 {
-				whole := make([]byte, min((overflow+1)*ps, size-int64(id)*ps))
-				n, _ := f.ReadAt(whole, int64(id)*ps)
-				p = whole[:n]
+			// The page with its overflow, as far as the file holds it.
+			p, err := io.ReadAll(io.NewSectionReader(f, int64(id)*ps, (int64(le.Uint32(hdr[12:]))+1)*ps))
+			if err != nil {
+				return nil, err
 			}
 			res.leaf(dec, p, int64(id)*ps, 0)
+		}
+		if uint64(got) < want {
+			break // the end of the file
 		}
 	}
 	return res, nil
@@ -164,7 +166,7 @@ func (res *scanResult) element(dec *events.Decoder, k, v []byte, off int64) {
 		}
 		f := found{sid: ev.Session, seq: ev.Seq, gpos: gpos, off: off, n: len(v)}
 		if err != nil {
-			f.bad = "it does not decode: " + err.Error()
+			f.bad = "does not decode: " + err.Error()
 		} else if a, ok := ev.Payload.(*events.JournalArchived); ok && a.Through >= res.archiveThrough {
 			res.archive, res.archiveThrough = a.File, a.Through
 		}

@@ -31,6 +31,12 @@ func salvageSource(t *testing.T, path string) (map[uuid.UUID][]events.Event, []e
 	}
 	sids := []uuid.UUID{events.NewID(), events.NewID(), events.NewID()}
 	for round := range 150 {
+		if round == 75 { // a record on overflow pages
+			big := events.New(testTime, "big", &events.PingFailed{Attempt: 1, Error: strings.Repeat("overflow ", 2000)})
+			if _, err := j.Append(t.Context(), sids[0], store.Any, []events.Event{big}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for i, sid := range sids {
 			batch := make([]events.Event, 1+(round+i)%7)
 			for k := range batch {
@@ -159,8 +165,8 @@ func TestSalvageIntact(t *testing.T) {
 			t.Fatalf("log entry %d is session %s seq %d, was %s seq %d", i, log[i].Session, log[i].Seq, origLog[i].Session, origLog[i].Seq)
 		}
 	}
-	if rep.Pages == 0 || rep.Source != path || rep.Target != path+".salvaged" {
-		t.Errorf("report %+v", rep)
+	if leaves := leafPages(t, path); rep.Pages != leaves || rep.Source != path || rep.Target != path+".salvaged" {
+		t.Errorf("report %+v; want %d leaf pages read", rep, leaves)
 	}
 }
 
@@ -218,6 +224,32 @@ func TestSalvageRandomMiddle(t *testing.T) {
 	if len(log) == len(origLog) || rep.Lost == 0 || stranded == 0 {
 		t.Errorf("a page of random bytes, and nothing lost or stranded: %d of %d events, report %+v", len(log), len(origLog), rep)
 	}
+}
+
+// leafPages counts the leaf pages in use of the journal at path.
+func leafPages(t *testing.T, path string) uint64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		for id := 2; ; id++ {
+			p, err := tx.Page(id)
+			if err != nil || p == nil {
+				return err
+			}
+			if p.Type == "leaf" {
+				n++
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // usedSize is the size of the pages in use of the journal at path (bbolt
@@ -318,5 +350,36 @@ func TestSalvageBase(t *testing.T) {
 	}
 	if len(log) != len(origLog) || log[0].GPos != 1 {
 		t.Errorf("without its base: %d of %d events, from gpos %d", len(log), len(origLog), log[0].GPos)
+	}
+}
+
+// TestSalvageLocked: Salvage waits LockTimeout (default
+// DefaultLockTimeout) for a writer of the file to let go, then fails with
+// ErrLocked and leaves no target behind.
+func TestSalvageLocked(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j.db")
+	j := mustOpen(t, path, noSync())
+	defer j.Close()
+	for _, c := range []struct {
+		opts     *store.SalvageOptions
+		min, max time.Duration
+	}{
+		{&store.SalvageOptions{LockTimeout: 100 * time.Millisecond}, 0, store.DefaultLockTimeout - 100*time.Millisecond},
+		{nil, store.DefaultLockTimeout - 100*time.Millisecond, time.Minute},
+	} {
+		dst := filepath.Join(dir, "out.db")
+		start := time.Now()
+		_, err := store.Salvage(t.Context(), path, dst, c.opts)
+		took := time.Since(start)
+		if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "stop the process writing to it first") {
+			t.Errorf("Salvage of a file a writer holds: %v, want ErrLocked", err)
+		}
+		if took < c.min || took > c.max {
+			t.Errorf("Salvage gave up after %v, want %v to %v", took, c.min, c.max)
+		}
+		if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a refused Salvage left its target: %v", err)
+		}
 	}
 }
