@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/big"
 	"os"
 	"slices"
 )
@@ -39,34 +40,30 @@ func (damagedError) Is(target error) bool { return target == ErrCorrupt }
 // of log/), so the check reads a few hundred pages of a million-event
 // journal (BenchmarkCheckStructure).
 func checkStructure(f *os.File, m boltMeta, free []uint64) error {
-	c := &structChecker{f: f, m: m, used: make([]uint64, (m.pgid+63)/64)}
+	c := &structChecker{f: f, m: m}
 	for _, id := range free {
 		c.mark(id)
 	}
-	c.mark(m.root)
-	return c.rootTree(m.root, 0)
+	return c.rootTree(m.root)
 }
 
 // rootTree checks the root bucket's page id and, when it is a branch (a
 // file with more top-level buckets than fill a page), its children, and
 // then the tree of each bucket its leaves hold. The root bucket's tree is
 // small (a few bucket names): it is read whole.
-func (c *structChecker) rootTree(id uint64, depth int) error {
+func (c *structChecker) rootTree(id uint64) error {
 	const what = "the root bucket"
 	p, err := c.page(id, what)
 	if err != nil {
 		return err
 	}
+	if !c.mark(id) {
+		return fmt.Errorf("page %d (%s) is free or used twice", id, what)
+	}
 	if p.flags == branchPageFlag {
-		if depth > 8 {
-			return fmt.Errorf("page %d (%s) is nested too deep", id, what)
-		}
 		for i := range p.count {
 			_, child := p.branchElem(i)
-			if child < 2 || child >= c.m.pgid || !c.mark(child) {
-				return fmt.Errorf("branch page %d (%s) points at page %d, outside the file, free or used twice", id, what, child)
-			}
-			if err := c.rootTree(child, depth+1); err != nil {
+			if err := c.rootTree(child); err != nil {
 				return err
 			}
 		}
@@ -91,18 +88,18 @@ func (c *structChecker) rootTree(id uint64, depth int) error {
 type structChecker struct {
 	f    *os.File
 	m    boltMeta
-	used []uint64
+	used big.Int
 	// keyLen is the length of the keys of the bucket being checked (0:
 	// any); maxKey, when not 0, bounds its 8-byte keys to 1..maxKey.
 	keyLen int
 	maxKey uint64
 }
 
-// mark sets page id's bit and reports whether it was clear.
+// mark sets page id's bit and reports whether it was clear. id must be
+// below the high-water mark.
 func (c *structChecker) mark(id uint64) bool {
-	w, b := id/64, uint64(1)<<(id%64)
-	was := c.used[w]&b != 0
-	c.used[w] |= b
+	was := c.used.Bit(int(id)) == 1
+	c.used.SetBit(&c.used, int(id), 1)
 	return !was
 }
 
@@ -127,12 +124,13 @@ func (c *structChecker) page(id uint64, what string) (*rawPage, error) {
 	le := binary.LittleEndian
 	p := &rawPage{id: id, flags: le.Uint16(hdr[8:]), count: int(le.Uint16(hdr[10:]))}
 	overflow := uint64(le.Uint32(hdr[12:]))
-	switch {
-	case le.Uint64(hdr[0:]) != id:
+	if le.Uint64(hdr[0:]) != id {
 		return nil, fmt.Errorf("page %d (%s) says it is page %d", id, what, le.Uint64(hdr[0:]))
-	case p.flags != branchPageFlag && p.flags != leafPageFlag:
+	}
+	if p.flags != branchPageFlag && p.flags != leafPageFlag {
 		return nil, fmt.Errorf("page %d (%s) has flags %#x, not a branch or leaf page's", id, what, p.flags)
-	case overflow >= c.m.pgid-id:
+	}
+	if overflow >= c.m.pgid-id {
 		return nil, fmt.Errorf("page %d (%s) overflows into %d more pages, past the file's %d", id, what, overflow, c.m.pgid)
 	}
 	p.b = make([]byte, (int64(overflow)+1)*ps)
@@ -143,25 +141,24 @@ func (c *structChecker) page(id uint64, what string) (*rawPage, error) {
 		return nil, fmt.Errorf("page %d (%s) has %d elements, more than it holds", id, what, p.count)
 	}
 	for i := range p.count {
-		if at, end := p.elemEnd(i); end > len(p.b) {
+		if end := p.elemEnd(i); end > len(p.b) {
 			return nil, fmt.Errorf("element %d of page %d (%s) ends %d bytes past the page", i, id, what, end-len(p.b))
-		} else if end < at {
-			return nil, fmt.Errorf("element %d of page %d (%s) overflows", i, id, what)
 		}
 	}
 	return p, nil
 }
 
-// elemEnd returns where element i starts and where its key (branch) or
-// value (leaf) ends, as offsets in p.b.
-func (p *rawPage) elemEnd(i int) (at, end int) {
+// elemEnd returns where element i's key (branch) or value (leaf) ends,
+// as an offset in p.b. (Offsets and lengths are 32-bit: the sum cannot
+// overflow an int.)
+func (p *rawPage) elemEnd(i int) int {
 	le := binary.LittleEndian
-	at = pageHeader + i*pageElemSize
+	at := pageHeader + i*pageElemSize
 	e := p.b[at:]
 	if p.flags == branchPageFlag {
-		return at, at + int(le.Uint32(e[0:])) + int(le.Uint32(e[4:]))
+		return at + int(le.Uint32(e[0:])) + int(le.Uint32(e[4:]))
 	}
-	return at, at + int(le.Uint32(e[4:])) + int(le.Uint32(e[8:])) + int(le.Uint32(e[12:]))
+	return at + int(le.Uint32(e[4:])) + int(le.Uint32(e[8:])) + int(le.Uint32(e[12:]))
 }
 
 // branchElem returns branch element i's key and child page.
@@ -202,14 +199,16 @@ func (c *structChecker) keysIn(p *rawPage, lo, hi []byte, what string) error {
 	var prev []byte
 	for i := range p.count {
 		k := p.key(i)
-		switch {
-		case c.keyLen != 0 && len(k) != c.keyLen:
+		if c.keyLen != 0 && len(k) != c.keyLen {
 			return fmt.Errorf("page %d (%s) has a key of %d bytes at element %d, not %d", p.id, what, len(k), i, c.keyLen)
-		case c.maxKey != 0 && (binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > c.maxKey):
+		}
+		if c.maxKey != 0 && (binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > c.maxKey) {
 			return fmt.Errorf("page %d (%s) holds key %d, outside the log's positions 1 to %d", p.id, what, binary.BigEndian.Uint64(k), c.maxKey)
-		case i > 0 && bytes.Compare(prev, k) >= 0:
+		}
+		if i > 0 && bytes.Compare(prev, k) >= 0 {
 			return fmt.Errorf("page %d (%s) has its keys out of order at element %d", p.id, what, i)
-		case i > 0 && lo != nil && bytes.Compare(k, lo) < 0, hi != nil && bytes.Compare(k, hi) >= 0:
+		}
+		if i > 0 && lo != nil && bytes.Compare(k, lo) < 0 || hi != nil && bytes.Compare(k, hi) >= 0 {
 			return fmt.Errorf("page %d (%s) holds key %x outside the range its parent gives it", p.id, what, k[:min(len(k), keyTextMax)])
 		}
 		prev = k
@@ -239,6 +238,9 @@ func (c *structChecker) tree(name string, root, seq uint64) error {
 	if name == string(bucketLog) {
 		c.maxKey = seq
 	}
+	if _, err := c.page(root, what); err != nil {
+		return err
+	}
 	if !c.mark(root) {
 		return fmt.Errorf("%s's root page %d is free or used twice", what, root)
 	}
@@ -248,41 +250,21 @@ func (c *structChecker) tree(name string, root, seq uint64) error {
 		if err != nil {
 			return err
 		}
-		if first.flags == leafPageFlag {
-			// This level is leaves: check the rightmost one, where the
-			// next commit of log/ writes.
-			last := first
-			if r := level[len(level)-1]; r.id != first.id {
-				if last, err = c.page(r.id, what); err != nil {
-					return err
-				}
-			}
-			r := level[len(level)-1]
-			if last.flags != leafPageFlag {
-				return fmt.Errorf("page %d (%s) is a branch among leaves", last.id, what)
-			}
-			if err := c.keysIn(last, r.lo, r.hi, what); err != nil {
-				return err
-			}
-			if c.maxKey == 0 || last.count == 0 {
-				return nil
-			}
-			if _, k, _ := last.leafElem(last.count - 1); binary.BigEndian.Uint64(k) != c.maxKey {
-				return fmt.Errorf("the last page of %s (%d) ends at key %d, not at its sequence %d", what, last.id, binary.BigEndian.Uint64(k), c.maxKey)
-			}
-			return nil
+		if first.flags == leafPageFlag { // a bucket of one leaf
+			return c.lastLeaf(first, level[0], what)
 		}
-		// Whether the next level holds leaves: its leftmost page says.
-		leaves := false
-		if first.count > 0 {
-			_, leftmost := first.branchElem(0)
-			lp, err := c.page(leftmost, what)
-			if err != nil {
-				return err
-			}
-			leaves = lp.flags == leafPageFlag
+		// Whether the next level holds leaves: its leftmost page says
+		// (bbolt's trees are balanced). Of leaves only the rightmost is
+		// read. (An empty branch, which branch reports, has no leftmost:
+		// this reads a stale element inside the page.)
+		_, leftmost := first.branchElem(0)
+		lp, err := c.page(leftmost, what)
+		if err != nil {
+			return err
 		}
+		leaves := lp.flags == leafPageFlag
 		var next []childRef
+		var last childRef
 		for i, ref := range level {
 			p := first
 			if i > 0 {
@@ -290,24 +272,46 @@ func (c *structChecker) tree(name string, root, seq uint64) error {
 					return err
 				}
 			}
-			if next, err = c.branch(p, ref, what, next); err != nil {
+			if next, err = c.branch(p, ref, what, next, leaves, &last); err != nil {
 				return err
 			}
-			if leaves && len(next) > 2 { // leaves: only the first and the last are read
-				next = append(next[:1], next[len(next)-1])
+		}
+		if leaves {
+			p, err := c.page(last.id, what)
+			if err != nil {
+				return err
 			}
+			return c.lastLeaf(p, last, what)
 		}
 		level = next
 	}
 }
 
+// lastLeaf checks p, the rightmost leaf of a bucket, which ref points at:
+// its keys, and in log/ that it ends at the log's sequence.
+func (c *structChecker) lastLeaf(p *rawPage, ref childRef, what string) error {
+	if p.flags != leafPageFlag {
+		return fmt.Errorf("page %d (%s) is a branch among leaves", p.id, what)
+	}
+	if err := c.keysIn(p, ref.lo, ref.hi, what); err != nil {
+		return err
+	}
+	if c.maxKey == 0 || p.count == 0 {
+		return nil
+	}
+	if _, k, _ := p.leafElem(p.count - 1); binary.BigEndian.Uint64(k) != c.maxKey {
+		return fmt.Errorf("the last page of %s (%d) ends at key %d, not at its sequence %d", what, p.id, binary.BigEndian.Uint64(k), c.maxKey)
+	}
+	return nil
+}
+
 // branch checks branch page p, which ref points at, and appends its
-// children to next.
-func (c *structChecker) branch(p *rawPage, ref childRef, what string, next []childRef) ([]childRef, error) {
-	switch {
-	case p.flags != branchPageFlag:
+// children to next, or, when they are leaves, sets *last to each in turn.
+func (c *structChecker) branch(p *rawPage, ref childRef, what string, next []childRef, leaves bool, last *childRef) ([]childRef, error) {
+	if p.flags != branchPageFlag {
 		return nil, fmt.Errorf("page %d (%s) is a leaf among branches", p.id, what)
-	case p.count == 0:
+	}
+	if p.count == 0 {
 		return nil, fmt.Errorf("branch page %d (%s) is empty", p.id, what)
 	}
 	if err := c.keysIn(p, ref.lo, ref.hi, what); err != nil {
@@ -328,7 +332,11 @@ func (c *structChecker) branch(p *rawPage, ref childRef, what string, next []chi
 		if i+1 < p.count {
 			hi, _ = p.branchElem(i + 1)
 		}
-		next = append(next, childRef{id: child, lo: lo, hi: hi})
+		if leaves {
+			*last = childRef{id: child, lo: lo, hi: hi}
+		} else {
+			next = append(next, childRef{id: child, lo: lo, hi: hi})
+		}
 	}
 	return next, nil
 }

@@ -207,6 +207,23 @@ func TestCheckStructure(t *testing.T) {
 		{"the log's sequence past its last record", func(d []byte) {
 			le.PutUint64(d[rootLog(d)+8:], b.logSeq+5)
 		}, fmt.Sprintf("ends at key %d, not at its sequence %d", b.logSeq, b.logSeq+5)},
+		{"a child on page 2", func(d []byte) { setChild(d, mid, 2, 2) }, "is free or used twice"},
+		{"an overflow to the end of the file", func(d []byte) { le.PutUint32(d[off(mid)+12:], uint32(b.m.pgid-mid)) }, fmt.Sprintf("page %d (bucket log) overflows into %d more pages", mid, b.m.pgid-mid)},
+		{"as many elements as the page holds", func(d []byte) { le.PutUint16(d[off(mid)+10:], uint16((ps-pageHeader)/pageElemSize)) }, fmt.Sprintf("of page %d (bucket log) ends", mid)},
+		{"two equal keys", func(d []byte) {
+			_, k := elem(d, mid, 3)
+			setKey(d, mid, 4, be.Uint64(d[k:]))
+		}, fmt.Sprintf("page %d (bucket log) has its keys out of order at element 4", mid)},
+		{"an element that ends where the page ends", func(d []byte) {
+			at, k := elem(d, mid, count(d, mid)-1)
+			copy(d[off(mid)+ps-8:], d[k:k+8])
+			le.PutUint32(d[at:], uint32(off(mid)+ps-8-at))
+		}, ""},
+		{"a first key below its parent's", func(d []byte) {
+			_, lo := elem(d, b.logRoot, 1)
+			setKey(d, mid, 1, be.Uint64(d[lo:]))
+			setKey(d, mid, 0, be.Uint64(d[lo:])-1)
+		}, ""},
 		{"the rightmost leaf's keys out of order", func(d []byte) {
 			leaf := child(d, last, count(d, last)-1)
 			at := off(leaf) + pageHeader + pageElemSize
@@ -221,6 +238,13 @@ func TestCheckStructure(t *testing.T) {
 				t.Fatal(err)
 			}
 			j, err := Open(path, &Options{LockTimeout: 200 * time.Millisecond})
+			if c.want == "" { // not damage: bbolt reads it as it did
+				if err != nil {
+					t.Fatalf("a writable Open: %v", err)
+				}
+				j.Close()
+				return
+			}
 			if err == nil {
 				j.Close()
 				t.Fatalf("a writable Open opened the damaged file")
@@ -251,6 +275,29 @@ func TestCheckStructure(t *testing.T) {
 		t.Fatalf("a writable Open of the intact file: %v", err)
 	}
 	j.Close()
+}
+
+// TestCheckStructureRootFree: the root bucket's page on the freelist
+// (which checkFreelist refuses before) is reported.
+func TestCheckStructureRootFree(t *testing.T) {
+	data := structFile(t)
+	b := &structBase
+	path := filepath.Join(t.TempDir(), "j.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := fmt.Sprintf("page %d (the root bucket) is free or used twice", b.m.root)
+	if err := checkStructure(f, b.m, []uint64{b.m.root}); err == nil || err.Error() != want {
+		t.Errorf("checkStructure = %v, want %q", err, want)
+	}
+	if err := checkStructure(f, b.m, nil); err != nil {
+		t.Errorf("checkStructure of the intact file: %v", err)
+	}
 }
 
 // TestErrDamaged: ErrDamaged is an ErrCorrupt, and not every ErrCorrupt
