@@ -234,3 +234,20 @@ func TestRunRefusesDamagedBranch(t *testing.T) {
 		t.Errorf("run --once on the salvaged journal: %v", r.err)
 	}
 }
+
+// TestSalvageUsage: salvage without a file or without -o is a usage
+// error (exit 2); -h prints its flags.
+func TestSalvageUsage(t *testing.T) {
+	for _, args := range [][]string{{"salvage"}, {"salvage", "--json"}, {"salvage", "j.db"}, {"salvage", "j.db", "extra", "-o", "x"}} {
+		if r := runCLI(t, args...); exitCode(r.err) != 2 {
+			t.Errorf("%v: %v (exit %d), want a usage error", args, r.err, exitCode(r.err))
+		}
+	}
+	r := runCLI(t, "salvage", "-h")
+	if r.err != nil || !strings.Contains(r.stderr, "usage: mcpledger salvage DAMAGED -o NEW [--json]") {
+		t.Errorf("salvage -h: %v\n%s", r.err, r.stderr)
+	}
+	if r := runCLI(t, "salvage", filepath.Join(t.TempDir(), "none.db"), "-o", filepath.Join(t.TempDir(), "n.db")); r.err == nil || exitCode(r.err) != 1 {
+		t.Errorf("salvage of a missing file: %v", r.err)
+	}
+}
