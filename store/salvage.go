@@ -283,7 +283,7 @@ func writeSalvaged(ctx context.Context, f *os.File, dst string, res *scanResult,
 			return err
 		}
 		sid, end := keep[i].sid, nextBatch(keep, i, salvageBatch)
-		evs := make([]events.Event, 0, end-i)
+		var evs []events.Event
 		for ; i < end; i++ {
 			b := make([]byte, keep[i].n)
 			if _, err := f.ReadAt(b, keep[i].off); err != nil {

@@ -202,7 +202,11 @@ func TestCheckStructure(t *testing.T) {
 		{"a key past the page", func(d []byte) {
 			at, _ := elem(d, mid, 3)
 			le.PutUint32(d[at:], uint32(ps))
-		}, fmt.Sprintf("element 3 of page %d (bucket log) ends", mid)},
+		}, fmt.Sprintf("element 3 of page %d (bucket log) ends %d bytes past the page", mid, pageHeader+3*pageElemSize+8)},
+		{"300 elements", func(d []byte) { le.PutUint16(d[off(mid)+10:], 300) }, fmt.Sprintf("page %d (bucket log) has 300 elements, more than it holds", mid)},
+		{"the leftmost child past the pages in use", func(d []byte) { setChild(d, b.logRoot, 0, b.m.pgid) },
+			fmt.Sprintf("bucket log points at page %d, outside the file's pages 2 to %d", b.m.pgid, b.m.pgid-1)},
+		{"the leftmost child on page 2", func(d []byte) { setChild(d, b.logRoot, 0, 2) }, "(bucket log) is a branch among leaves"},
 		{"the log's root free", func(d []byte) {
 			le.PutUint64(d[rootLog(d):], b.free)
 		}, fmt.Sprintf("bucket log's root page %d is free or used twice", b.free)},
@@ -277,6 +281,67 @@ func TestCheckStructure(t *testing.T) {
 		t.Fatalf("a writable Open of the intact file: %v", err)
 	}
 	j.Close()
+}
+
+// TestCheckStructureRootBranch: in a file whose root bucket's page is a
+// branch (more top-level buckets than fill a page), the check reaches the
+// buckets of its last leaf too.
+func TestCheckStructureRootBranch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 { // sessions/ on a page of its own
+		if _, err := j.Append(t.Context(), events.NewID(), NoStream, []events.Event{ev("a", 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sessions uint64
+	err = db.Update(func(tx *bolt.Tx) error {
+		for i := range 300 {
+			if _, err := tx.CreateBucket(fmt.Appendf(nil, "other-%03d", i)); err != nil {
+				return err
+			}
+		}
+		sessions = uint64(tx.Bucket(bucketSessions).Root())
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || sessions == 0 {
+		t.Fatalf("%v (sessions/ at page %d)", err, sessions)
+	}
+	j, err = Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("a writable Open of the intact file: %v", err)
+	}
+	j.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newestMeta(t, data)
+	if binary.LittleEndian.Uint16(data[m.root*uint64(m.pageSize)+8:]) != branchPageFlag {
+		t.Fatal("the root bucket's page is not a branch")
+	}
+	binary.LittleEndian.PutUint16(data[sessions*uint64(m.pageSize)+8:], 0x40)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err = Open(path, &Options{NoSync: true})
+	if err == nil {
+		j.Close()
+	}
+	if want := fmt.Sprintf("page %d (bucket sessions) has flags 0x40", sessions); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), want) {
+		t.Errorf("a writable Open with sessions/ damaged: %v, want %q", err, want)
+	}
 }
 
 // TestCheckStructureRootFree: the root bucket's page on the freelist
