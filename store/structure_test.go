@@ -230,6 +230,10 @@ func TestCheckStructure(t *testing.T) {
 			setKey(d, mid, 1, be.Uint64(d[lo:]))
 			setKey(d, mid, 0, be.Uint64(d[lo:])-1)
 		}, ""},
+		{"a value past the rightmost leaf", func(d []byte) {
+			leaf := child(d, last, count(d, last)-1)
+			le.PutUint32(d[off(leaf)+pageHeader+pageElemSize+12:], uint32(ps))
+		}, "(bucket log) ends"},
 		{"the rightmost leaf's keys out of order", func(d []byte) {
 			leaf := child(d, last, count(d, last)-1)
 			at := off(leaf) + pageHeader + pageElemSize
