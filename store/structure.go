@@ -196,7 +196,6 @@ func (p *rawPage) key(i int) []byte {
 // no seek depends on it, and a branch's first key may be older than its
 // child's first key.
 func (c *structChecker) keysIn(p *rawPage, lo, hi []byte, what string) error {
-	var prev []byte
 	for i := range p.count {
 		k := p.key(i)
 		if c.keyLen != 0 && len(k) != c.keyLen {
@@ -205,13 +204,12 @@ func (c *structChecker) keysIn(p *rawPage, lo, hi []byte, what string) error {
 		if c.maxKey != 0 && (binary.BigEndian.Uint64(k) == 0 || binary.BigEndian.Uint64(k) > c.maxKey) {
 			return fmt.Errorf("page %d (%s) holds key %d, outside the log's positions 1 to %d", p.id, what, binary.BigEndian.Uint64(k), c.maxKey)
 		}
-		if i > 0 && bytes.Compare(prev, k) >= 0 {
+		if i > 0 && bytes.Compare(p.key(i-1), k) >= 0 {
 			return fmt.Errorf("page %d (%s) has its keys out of order at element %d", p.id, what, i)
 		}
 		if i > 0 && lo != nil && bytes.Compare(k, lo) < 0 || hi != nil && bytes.Compare(k, hi) >= 0 {
 			return fmt.Errorf("page %d (%s) holds key %x outside the range its parent gives it", p.id, what, k[:min(len(k), keyTextMax)])
 		}
-		prev = k
 	}
 	return nil
 }
@@ -265,12 +263,10 @@ func (c *structChecker) tree(name string, root, seq uint64) error {
 		leaves := lp.flags == leafPageFlag
 		var next []childRef
 		var last childRef
-		for i, ref := range level {
-			p := first
-			if i > 0 {
-				if p, err = c.page(ref.id, what); err != nil {
-					return err
-				}
+		for _, ref := range level {
+			p, err := c.page(ref.id, what)
+			if err != nil {
+				return err
 			}
 			if next, err = c.branch(p, ref, what, next, leaves, &last); err != nil {
 				return err
