@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -385,5 +386,66 @@ func TestSalvageScanBounds(t *testing.T) {
 	}
 	if rep, err = Salvage(t.Context(), path, path+".out", nil); err != nil || rep.Events == 0 {
 		t.Errorf("two metas of one transaction: %d events salvaged (%v), want those of the first meta's pages", rep.Events, err)
+	}
+}
+
+// TestSalvageDamagedInlineBucket: a journal small enough that its buckets
+// are inline in the root page, with one bucket's value cut shorter than
+// an inline page: the scan skips it and takes the rest.
+func TestSalvageDamagedInlineBucket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "small.db")
+	j, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(t.Context(), events.NewID(), NoStream, []events.Event{ev("s", 1), ev("s", 2)}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, _ := parseMeta(data)
+	m1, _ := parseMeta(data[m0.pageSize:])
+	m := m0
+	if m1.txid > m0.txid {
+		m = m1
+	}
+	le := binary.LittleEndian
+	root := data[m.root*uint64(m.pageSize):][:m.pageSize]
+	cut := false
+	for i := range int(le.Uint16(root[10:])) {
+		at := pageHeader + i*pageElemSize
+		pos, ksize := at+int(le.Uint32(root[at+4:])), int(le.Uint32(root[at+8:]))
+		if string(root[pos:pos+ksize]) == "index" {
+			le.PutUint32(root[at+12:], 20) // value size: a bucket header and 4 bytes
+			cut = true
+		}
+	}
+	if !cut {
+		t.Fatal("no index bucket in the root page")
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Salvage(t.Context(), path, path+".out", nil)
+	if err != nil || rep.Events != 2 || rep.Lost != 0 {
+		t.Errorf("a small journal with a cut inline bucket: %+v, %v", rep, err)
+	}
+}
+
+// TestSyncFile: syncFile fails for a file that does not exist.
+func TestSyncFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := syncFile(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("syncFile of a missing file: %v", err)
+	}
+	path := filepath.Join(dir, "f")
+	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncFile(path); err != nil {
+		t.Errorf("syncFile: %v", err)
 	}
 }

@@ -108,7 +108,7 @@ func scanPages(f *os.File) (*scanResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			res.leaf(dec, p, int64(id)*ps, 0)
+			res.leaf(dec, p, int64(id)*ps)
 		}
 		if uint64(got) < want {
 			break // the end of the file
@@ -118,8 +118,8 @@ func scanPages(f *os.File) (*scanResult, error) {
 }
 
 // leaf takes what reads from the leaf page p, which starts at offset off
-// of the file; depth counts the inline buckets it is nested in.
-func (res *scanResult) leaf(dec *events.Decoder, p []byte, off int64, depth int) {
+// of the file, and from the inline buckets in it.
+func (res *scanResult) leaf(dec *events.Decoder, p []byte, off int64) {
 	le := binary.LittleEndian
 	count := min(int(le.Uint16(p[10:])), (len(p)-pageHeader)/pageElemSize)
 	for i := range count {
@@ -133,8 +133,8 @@ func (res *scanResult) leaf(dec *events.Decoder, p []byte, off int64, depth int)
 		k, v := p[kat:kat+ksize], p[kat+ksize:kat+ksize+vsize]
 		if flags&bucketLeafFlag != 0 {
 			// An inline bucket: its page follows the bucket header.
-			if depth == 0 && len(v) >= bucketHeader+pageHeader && le.Uint64(v) == 0 && le.Uint16(v[bucketHeader+8:]) == leafPageFlag {
-				res.leaf(dec, v[bucketHeader:], off+kat+ksize+bucketHeader, depth+1)
+			if len(v) >= bucketHeader+pageHeader && le.Uint64(v) == 0 && le.Uint16(v[bucketHeader+8:]) == leafPageFlag {
+				res.leaf(dec, v[bucketHeader:], off+kat+ksize+bucketHeader)
 			}
 			continue
 		}
