@@ -134,7 +134,7 @@ func checkFileFor(path string, lockTimeout time.Duration, writable bool) error {
 	}
 	if writable {
 		if err := checkStructure(f, m, free); err != nil {
-			return fmt.Errorf("open %s for writing: %w: %s; nothing was written (run `mcpledger verify %s` for the damage, and `mcpledger salvage %s -o %s.salvaged` to copy what still reads into a new journal)",
+			return fmt.Errorf("open %s for writing: %w: %s; nothing was written (run `mcpledger verify --journal %s` for the damage, and `mcpledger salvage %s -o %s.salvaged` to copy what still reads into a new journal)",
 				path, ErrDamaged, err, path, path, path)
 		}
 	}
