@@ -156,6 +156,8 @@ func TestCheckStructure(t *testing.T) {
 		return le.Uint64(d[at+8:])
 	}
 	mid, first, last := b.mids[1], b.mids[0], b.mids[len(b.mids)-1]
+	lastLeaf := child(data, last, count(data, last)-1)
+	lastPos := int(le.Uint32(data[off(lastLeaf)+pageHeader+pageElemSize+4:])) // element 1's key offset
 	rootLog := func(d []byte) int { // the offset of log/'s value in the root page
 		p := &rawPage{id: b.m.root, count: int(le.Uint16(d[off(b.m.root)+10:])), flags: leafPageFlag, b: d[off(b.m.root) : off(b.m.root)+ps]}
 		for i := range p.count {
@@ -231,9 +233,8 @@ func TestCheckStructure(t *testing.T) {
 			setKey(d, mid, 0, be.Uint64(d[lo:])-1)
 		}, ""},
 		{"a value past the rightmost leaf", func(d []byte) {
-			leaf := child(d, last, count(d, last)-1)
-			le.PutUint32(d[off(leaf)+pageHeader+pageElemSize+12:], uint32(ps))
-		}, "(bucket log) ends"},
+			le.PutUint32(d[off(lastLeaf)+pageHeader+pageElemSize+12:], uint32(ps))
+		}, fmt.Sprintf("element 1 of page %d (bucket log) ends %d bytes past the page", lastLeaf, pageHeader+pageElemSize+lastPos+8)},
 		{"the rightmost leaf's keys out of order", func(d []byte) {
 			leaf := child(d, last, count(d, last)-1)
 			at := off(leaf) + pageHeader + pageElemSize
