@@ -227,6 +227,10 @@ func TestCheckStructure(t *testing.T) {
 			copy(d[off(mid)+ps-8:], d[k:k+8])
 			le.PutUint32(d[at:], uint32(off(mid)+ps-8-at))
 		}, ""},
+		{"a branch's first key above its first child's keys", func(d []byte) {
+			_, k1 := elem(d, b.logRoot, 1)
+			setKey(d, b.logRoot, 0, be.Uint64(d[k1:])-1)
+		}, ""},
 		{"a first key below its parent's", func(d []byte) {
 			_, lo := elem(d, b.logRoot, 1)
 			setKey(d, mid, 1, be.Uint64(d[lo:]))
