@@ -45,10 +45,8 @@ type scanResult struct {
 	recs     []found
 	heads    map[uuid.UUID]SessionInfo
 	// base and baseState are meta/base and meta/base_state when found
-	// (baseState nil when it fails its checksum); baseSeen says meta/base
-	// was found.
+	// (baseState nil when it fails its checksum).
 	base      uint64
-	baseSeen  bool
 	baseState []byte
 	// archive is the file of the latest journal.archived record found,
 	// and archiveThrough its Through.
@@ -145,8 +143,7 @@ func (res *scanResult) leaf(dec *events.Decoder, p []byte, off int64) {
 // element takes the leaf element k, v whose value is at offset off of
 // the file, if it is a record, a head or the base.
 func (res *scanResult) element(dec *events.Decoder, k, v []byte, off int64) {
-	switch {
-	case len(k) == 8:
+	if len(k) == 8 {
 		gpos := binary.BigEndian.Uint64(k)
 		ev, err := dec.Decode(v)
 		if err != nil {
@@ -171,17 +168,17 @@ func (res *scanResult) element(dec *events.Decoder, k, v []byte, off int64) {
 			res.archive, res.archiveThrough = a.File, a.Through
 		}
 		res.recs = append(res.recs, f)
-	case len(k) == 16:
+	} else if len(k) == 16 {
 		sid := uuid.UUID(k)
 		var h head
 		if parseHead(sid, v, &h) && h.info.LastSeq >= res.heads[sid].LastSeq {
 			res.heads[sid] = h.info
 		}
-	case string(k) == string(keyBase):
+	} else if string(k) == string(keyBase) {
 		if n, err := parseBase(v); err == nil {
-			res.base, res.baseSeen = n, true
+			res.base = n
 		}
-	case string(k) == string(keyBaseState):
+	} else if string(k) == string(keyBaseState) {
 		if data, ok := unsealValue(v); ok {
 			res.baseState = data
 		}
