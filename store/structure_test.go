@@ -157,8 +157,10 @@ func TestCheckStructure(t *testing.T) {
 	}
 	mid, first, last := b.mids[1], b.mids[0], b.mids[len(b.mids)-1]
 	lastLeaf := child(data, last, count(data, last)-1)
-	lastPos := int(le.Uint32(data[off(lastLeaf)+pageHeader+pageElemSize+4:])) // element 1's key offset
-	rootLog := func(d []byte) int {                                           // the offset of log/'s value in the root page
+	// lastPos is the key offset of the rightmost leaf's element 1.
+	lastPos := int(le.Uint32(data[off(lastLeaf)+pageHeader+pageElemSize+4:]))
+	// rootLog returns the offset of log/'s value in the root page.
+	rootLog := func(d []byte) int {
 		p := &rawPage{id: b.m.root, count: int(le.Uint16(d[off(b.m.root)+10:])), flags: leafPageFlag, b: d[off(b.m.root) : off(b.m.root)+ps]}
 		for i := range p.count {
 			at := pageHeader + i*pageElemSize
