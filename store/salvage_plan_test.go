@@ -78,6 +78,7 @@ func TestSalvagePlan(t *testing.T) {
 		{"whole", []found{rec(0, 1, 1), rec(1, 2, 2), rec(2, 3, 5), rec(3, 4, 9)}, &full, 4, 0, 0, ""},
 		{"copies of a record", []found{rec(0, 1, 1), rec(0, 1, 1), rec(1, 2, 2), rec(2, 3, 5), rec(2, 3, 5), rec(3, 4, 9)}, &full, 4, 0, 0, ""},
 		{"a gap", []found{rec(0, 1, 1), rec(1, 2, 2), rec(3, 4, 9)}, &full, 2, 3, 1, "seq 3 is not in the file"},
+		{"stranded copies", []found{rec(0, 1, 1), rec(2, 3, 5), rec(2, 3, 5), rec(3, 4, 9)}, &full, 1, 2, 2, "seq 2 is not in the file"},
 		{"no seq 1", []found{rec(1, 2, 2), rec(2, 3, 5)}, &full, 0, 1, 2, "seq 1 is not in the file"},
 		{"the end missing", []found{rec(0, 1, 1), rec(1, 2, 2)}, &full, 2, 3, 0, "seq 3 is not in the file"},
 		{"out of order", []found{rec(0, 1, 4), rec(1, 2, 2), rec(2, 3, 5)}, &full, 1, 2, 1, "seq 2 is stored at position 2, before seq 1's 4"},
