@@ -125,4 +125,9 @@
 //     to lie inside the file before they are copied, and Open checks the
 //     file's size and freelist before bbolt reads them. A failed Open
 //     leaves the file unlocked.
+//   - A writer never writes into a damaged structure: a writable Open
+//     first checks every branch page and the right edge of each bucket
+//     (structure.go) and refuses a damaged file with [ErrDamaged]. What
+//     still reads of a damaged file, [Salvage] copies into a new journal,
+//     from a raw scan of its pages.
 package store

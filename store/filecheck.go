@@ -62,6 +62,13 @@ const (
 // let go, then fail with ErrLocked. The lock is released before bbolt
 // takes its own.
 func checkFile(path string, lockTimeout time.Duration) error {
+	return checkFileFor(path, lockTimeout, false)
+}
+
+// checkFileFor is checkFile; for a writer (writable), it then checks the
+// structure a writer would write into (checkStructure), and fails with
+// ErrDamaged.
+func checkFileFor(path string, lockTimeout time.Duration, writable bool) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -118,11 +125,18 @@ func checkFile(path string, lockTimeout time.Duration) error {
 		return fmt.Errorf("open %s: %w: the file is %d bytes but its last commit (transaction %d) wrote %d: it was truncated; restore it from a copy, or move it aside to start a new journal",
 			path, ErrCorrupt, size, m.txid, need)
 	}
-	if err := checkFreelist(f, m); err != nil {
+	free, err := freePages(f, m)
+	if err != nil {
 		return fmt.Errorf("open %s: %w: %s (run mcpledger verify on a copy, or move it aside)", path, ErrCorrupt, err)
 	}
 	if err := checkRoot(f, m); err != nil {
 		return fmt.Errorf("open %s: %w: %s (run mcpledger verify on a copy, or move it aside)", path, ErrCorrupt, err)
+	}
+	if writable {
+		if err := checkStructure(f, m, free); err != nil {
+			return fmt.Errorf("open %s for writing: %w: %s; nothing was written (run `mcpledger verify --journal %s` for the damage, and `mcpledger salvage %s -o %s.salvaged` to copy what still reads into a new journal)",
+				path, ErrDamaged, err, path, path, path)
+		}
 	}
 	return nil
 }
@@ -239,26 +253,32 @@ func checkBucketValue(v []byte, m boltMeta) error {
 // whose freelist is not stored (bbolt rebuilds it by walking the tree)
 // passes.
 func checkFreelist(f *os.File, m boltMeta) error {
+	_, err := freePages(f, m)
+	return err
+}
+
+// freePages is checkFreelist, returning the free page ids, sorted.
+func freePages(f *os.File, m boltMeta) ([]uint64, error) {
 	if m.freelist == noFreelist {
-		return nil
+		return nil, nil
 	}
 	if m.freelist < 2 || m.freelist >= m.pgid {
-		return fmt.Errorf("the freelist page %d is outside the file's %d pages", m.freelist, m.pgid)
+		return nil, fmt.Errorf("the freelist page %d is outside the file's %d pages", m.freelist, m.pgid)
 	}
 	ps := int64(m.pageSize)
 	var hdr [pageHeader + 8]byte
 	if _, err := f.ReadAt(hdr[:], int64(m.freelist)*ps); err != nil {
-		return fmt.Errorf("reading the freelist page %d: %v", m.freelist, err)
+		return nil, fmt.Errorf("reading the freelist page %d: %v", m.freelist, err)
 	}
 	le := binary.LittleEndian
 	id, flags, count, overflow := le.Uint64(hdr[0:]), le.Uint16(hdr[8:]), uint64(le.Uint16(hdr[10:])), uint64(le.Uint32(hdr[12:]))
 	switch {
 	case id != m.freelist:
-		return fmt.Errorf("the freelist page %d says it is page %d", m.freelist, id)
+		return nil, fmt.Errorf("the freelist page %d says it is page %d", m.freelist, id)
 	case flags != freelistPageFlag:
-		return fmt.Errorf("the freelist page %d has flags %#x, not a freelist's", m.freelist, flags)
+		return nil, fmt.Errorf("the freelist page %d has flags %#x, not a freelist's", m.freelist, flags)
 	case overflow >= m.pgid-m.freelist:
-		return fmt.Errorf("the freelist page %d overflows into %d more pages, past the file's %d", m.freelist, overflow, m.pgid)
+		return nil, fmt.Errorf("the freelist page %d overflows into %d more pages, past the file's %d", m.freelist, overflow, m.pgid)
 	}
 	skip := int64(0)
 	if count == freelistCountMax {
@@ -266,14 +286,14 @@ func checkFreelist(f *os.File, m boltMeta) error {
 	}
 	room := uint64((int64(overflow)+1)*ps-pageHeader-skip) / 8
 	if count > room {
-		return fmt.Errorf("the freelist page %d lists %d pages, more than its %d pages hold", m.freelist, count, overflow+1)
+		return nil, fmt.Errorf("the freelist page %d lists %d pages, more than its %d pages hold", m.freelist, count, overflow+1)
 	}
 	if count == 0 {
-		return nil
+		return nil, nil
 	}
 	b := make([]byte, count*8)
 	if _, err := f.ReadAt(b, int64(m.freelist)*ps+pageHeader+skip); err != nil {
-		return fmt.Errorf("reading the freelist page %d: %v", m.freelist, err)
+		return nil, fmt.Errorf("reading the freelist page %d: %v", m.freelist, err)
 	}
 	ids := make([]uint64, count)
 	for i := range ids {
@@ -283,16 +303,16 @@ func checkFreelist(f *os.File, m boltMeta) error {
 	for i, id := range ids {
 		switch {
 		case id < 2 || id >= m.pgid:
-			return fmt.Errorf("the freelist lists page %d, outside the file's pages 2 to %d", id, m.pgid-1)
+			return nil, fmt.Errorf("the freelist lists page %d, outside the file's pages 2 to %d", id, m.pgid-1)
 		case i > 0 && id == ids[i-1]:
-			return fmt.Errorf("the freelist lists page %d twice", id)
+			return nil, fmt.Errorf("the freelist lists page %d twice", id)
 		case id == m.root:
-			return fmt.Errorf("the freelist lists page %d, the root bucket's", id)
+			return nil, fmt.Errorf("the freelist lists page %d, the root bucket's", id)
 		case id >= m.freelist && id <= m.freelist+overflow:
-			return fmt.Errorf("the freelist lists page %d, its own", id)
+			return nil, fmt.Errorf("the freelist lists page %d, its own", id)
 		}
 	}
-	return nil
+	return ids, nil
 }
 
 // lockShared takes a shared flock on f, waiting up to timeout for a

@@ -195,7 +195,7 @@ func open(path string, opts *Options) (*Journal, error) {
 		}
 	}
 	// Before bbolt maps a truncated file, or reads a damaged freelist.
-	if err := checkFile(path, o.LockTimeout); err != nil {
+	if err := checkFileFor(path, o.LockTimeout, !o.ReadOnly); err != nil {
 		if errors.Is(err, ErrLocked) {
 			return nil, lockedError(path, path, ErrLocked)
 		}

@@ -47,6 +47,7 @@ func (f *commandFlags) parse(args []string) error {
 // journalPath returns the journal's path and where that came from: the
 // --journal flag, $MCPLEDGER_JOURNAL, or the XDG state default.
 func (f *commandFlags) journalPath() (path, from string, err error) {
+	defer func() { f.env.journal = path }()
 	if f.journal != "" {
 		return f.journal, "--journal", nil
 	}

@@ -159,6 +159,13 @@ func (c *ExportCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	evs, err := replay.Session(ctx, j, info.Session)
+	if err != nil && len(evs) > 0 && errors.Is(err, store.ErrCorrupt) {
+		// A damaged session: what reads up to the damage, then the error.
+		if werr := replay.WriteJSONL(c.env.stdout, evs); werr != nil {
+			return werr
+		}
+		return fmt.Errorf("export: wrote seqs 1-%d of session %s, then: %w", evs[len(evs)-1].Seq, info.Session, err)
+	}
 	if err != nil {
 		return err
 	}

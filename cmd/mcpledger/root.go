@@ -29,6 +29,9 @@ type env struct {
 	// (lowerPriority); nil leaves it (tests that run commands in the test
 	// process).
 	renice func(nice int)
+	// journal is the journal path the command resolved (journalPath), for
+	// the hint on a damaged one (damagedHint).
+	journal string
 }
 
 // lowerPriority lowers the process's priority when it runs as mcpledger.
@@ -60,6 +63,8 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&VerifyCommand{env: e}).Run(ctx, args)
 	case "archive":
 		err = (&ArchiveCommand{env: e}).Run(ctx, args)
+	case "salvage":
+		err = (&SalvageCommand{env: e}).Run(ctx, args)
 	case "run":
 		err = (&RunCommand{env: e}).Run(ctx, args)
 	case "serve":
@@ -110,6 +115,7 @@ func (e *env) run(ctx context.Context, args []string) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // the flag set printed the command's help
 	}
+	err = damagedHint(err, e.journal)
 	if err != nil && ctx.Err() != nil {
 		return &interruptedError{err: err}
 	}
@@ -174,6 +180,10 @@ Commands:
   archive --older-than 30d [--to DIR] [--json]
         move sessions that ended before the cutoff into a sealed archive journal
         (read it with --journal FILE); approvals and the tool cache stay live
+  salvage DAMAGED -o NEW [--json]
+        copy every event of a damaged journal that still reads and verifies
+        (each session up to its first bad record) into a new journal, and
+        report what was lost; DAMAGED is never written
   help [COMMAND]
         print this help, or a command's flags
 
