@@ -158,13 +158,28 @@ func (c *conn) run() {
 	}
 	m.observe(c, hs)
 	m.goFunc(c.watch)
+	// Resources and prompts are listed beside the tools and observed
+	// before them, so that a server is ready (and the startup gate
+	// passes) with its whole catalog; extras slower than extrasWait do
+	// not hold the server up, they arrive after.
+	extras := make(chan struct{})
+	m.goFunc(func() {
+		defer close(extras)
+		c.listExtras(hs.Capabilities)
+	})
 	tools, err := c.listTools()
 	if err != nil {
 		c.fail("list", err)
 		return
 	}
+	wait := time.NewTimer(extrasWait)
+	select {
+	case <-extras:
+	case <-wait.C:
+	case <-c.ctx.Done():
+	}
+	wait.Stop()
 	m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: "initial", Tools: tools})
-	c.listExtras(hs.Capabilities)
 	select {
 	case <-c.ready:
 	case <-c.ctx.Done():

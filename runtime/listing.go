@@ -81,6 +81,10 @@ func (c *conn) listTools() ([]events.Tool, error) {
 	return out, nil
 }
 
+// extrasWait is how long a new connection's first tool listing waits
+// for its resources and prompts to be listed (see conn.go).
+const extrasWait = 5 * time.Second
+
 // listExtras lists resources, templates and prompts, best-effort: a
 // failure is recorded on the event and changes nothing else.
 func (c *conn) listExtras(caps events.Capabilities) {

@@ -203,7 +203,7 @@ Exit status:
   3    a call's outcome is unknown (the server, or the mcpledger serving the
        call, was lost with the call in flight: it may or may not have run;
        mcpledger log shows it as lost)
-  4    a config file cannot be used (run, serve, call): missing --mcp-config
+  4    a config file cannot be used (run, serve, call, approve): missing --mcp-config
        file, a directory, unreadable, over the size limit (1 MiB; env
        MCPLEDGER_CONFIG_MAX_BYTES), empty, not JSON, not a JSON object, or
        "mcpServers" null or not an object; nothing was started
