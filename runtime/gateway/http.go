@@ -175,7 +175,12 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 	defer body.release()
 	r.Body = body
 	rw := &refusingWriter{ResponseWriter: w, body: body}
-	rw.refuse = func(err error) { g.refuseBody(w, r, err, opts.BodyTimeout) }
+	rw.refuse = func(err error) {
+		if errors.Is(err, errBusy) {
+			body.drain(opts.MaxBodyBytes)
+		}
+		g.refuseBody(w, r, err, opts.BodyTimeout)
+	}
 	if r.Header.Get(sessionHeader) != "" {
 		h.ServeHTTP(rw, r)
 		return

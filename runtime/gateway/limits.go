@@ -181,6 +181,15 @@ func (mb *meteredBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// drain reads and discards what is left of a refused body, at most limit
+// bytes, within the body timeout still armed on the connection: a client
+// still writing its body when the refusal is answered would otherwise
+// see its connection closed under it ("broken pipe") instead of the 503
+// and its Retry-After. It costs a pooled copy buffer, never the body.
+func (mb *meteredBody) drain(limit int64) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(mb.ReadCloser, limit))
+}
+
 // release gives back the request's share, if it took one.
 func (mb *meteredBody) release() {
 	if mb.taken {

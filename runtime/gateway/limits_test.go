@@ -97,6 +97,25 @@ func TestGatewayHTTPBusy(t *testing.T) {
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(body, "retry later") {
 		t.Fatalf("with a call in flight and room for one: %d Retry-After %q %q", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
+	// A big body refused while it is still being written: the gateway
+	// reads it to the end, so the client writes it whole and reads the
+	// 503 (not a connection closed under it: "broken pipe").
+	big := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"mcp__up__echo","arguments":{"message":"` +
+		strings.Repeat("x", 3<<20) + `"}}}`
+	for i := range 3 {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, werr := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: %s\r\n"+
+			"Content-Length: %d\r\n\r\n%s", gateway.Path, strings.TrimPrefix(srv.URL, "http://"), id, len(big), big)
+		resp, rerr := http.ReadResponse(bufio.NewReader(conn), nil)
+		conn.Close()
+		if werr != nil || rerr != nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
+			t.Fatalf("a 3 MB body with a call in flight (try %d): write %v, read %v, %+v", i, werr, rerr, resp)
+		}
+	}
 	cancel()
 	<-held
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
