@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"time"
 
 	rt "github.com/mcpledger/mcpledger/runtime"
@@ -96,7 +97,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	if *addr != "" && c.env.getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit(lim.MaxInflightBytes))
 	}
-	lim.OnIdle = releaseMemory
+	lim.OnIdle = (&memoryReleaser{}).release
 	j, path, err := f.openWritable()
 	if err != nil {
 		return err
@@ -226,16 +227,51 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 // it the collector runs more often; it is not a cap on what serve may use.
 func memoryLimit(inflight int64) int64 { return 64<<20 + 8*inflight }
 
-// releaseMemory returns the heap's free memory to the OS when it holds
-// more than 16 MiB of it: after a burst of requests, the garbage of their
-// copies (an idle gateway would otherwise keep it until the runtime's
-// forced collection, every two minutes, and the scavenger after it).
-func releaseMemory() {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Uint64()+s[1].Value.Uint64() > 16<<20 {
-		debug.FreeOSMemory()
+// memoryReleaser returns the heap's memory to the OS once it holds 16 MiB
+// more than it did after the last return: after a burst of requests, the
+// garbage of their copies (an idle gateway would otherwise keep it until
+// the runtime's forced collection, every two minutes; with the soft memory
+// limit set, the scavenger alone keeps up to 95 % of the limit).
+//
+// What the heap holds counts its garbage whether or not a collection has
+// found it: until one has (and the sweeper has freed it), garbage counts
+// as objects, not as free memory. Judged by its free memory alone, a
+// gateway that went idle late in a collection cycle (the heap mostly
+// garbage not yet collected, little of it free) was left holding all of
+// it, up to 95 % of the memory limit, until the next forced collection.
+type memoryReleaser struct {
+	mu    sync.Mutex
+	floor uint64 // what the heap held after the last return
+}
+
+// releaseSlack is how much more than after the last return the heap may
+// hold before an idle gateway returns it.
+const releaseSlack = 16 << 20
+
+// release is HTTPOptions.OnIdle: it returns the heap's memory to the OS if
+// it holds more than releaseSlack above the floor. Between returns it costs
+// a read of runtime metrics; a return costs a collection, so at most one
+// per releaseSlack allocated.
+func (r *memoryReleaser) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if heapHeld() <= r.floor+releaseSlack {
+		return
 	}
+	debug.FreeOSMemory()
+	r.floor = heapHeld()
+}
+
+// heapHeld is the heap memory held from the OS: objects (live, and garbage
+// not yet freed), unused space in spans, and free pages not yet returned.
+func heapHeld() uint64 {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+	}
+	metrics.Read(s)
+	return s[0].Value.Uint64() + s[1].Value.Uint64() + s[2].Value.Uint64()
 }
 
 // startResult is what Manager.Start returned.

@@ -369,8 +369,9 @@ func TestServeHTTPBounds(t *testing.T) {
 
 	slices.Sort(lat)
 	mb := func(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
-	t.Logf("idle RSS %s; peak above idle %s (after big calls %s, after sessions %s); RSS above idle %s within %s after",
-		mb(idle), mb(peak-idle), mb(afterBig-idle), mb(afterSessions-idle), mb(after-idle), backIn.Round(100*time.Millisecond))
+	t.Logf("idle RSS %s; peak above idle %s (after big calls %s, after sessions %s); RSS above idle %s within %s after (anonymous %s, file %s)",
+		mb(idle), mb(peak-idle), mb(afterBig-idle), mb(afterSessions-idle), mb(after-idle), backIn.Round(100*time.Millisecond),
+		mb(procStatus(t, pid, "RssAnon")), mb(procStatus(t, pid, "RssFile")))
 	t.Logf("big calls: 20 answered, %d refused busy; sessions: %d created, %d refused; stalled bodies: %d cut in %s",
 		busy.Load(), sessions.Load(), refused.Load(), cut.Load(), cutIn.Round(100*time.Millisecond))
 	for i, l := range append(byPhase, lat) {
