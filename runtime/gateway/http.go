@@ -181,8 +181,11 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		}
 		g.refuseBody(w, r, err, opts.BodyTimeout)
 	}
-	if r.Header.Get(sessionHeader) != "" {
+	if id := r.Header.Get(sessionHeader); id != "" {
 		h.ServeHTTP(rw, r)
+		if (r.ContentLength > smallBody || r.ContentLength < 0) && !rw.refused {
+			flushSession(h, r, id)
+		}
 		return
 	}
 	// A POST without a session ID opens a session (go-sdk creates one for
@@ -200,6 +203,40 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		id = w.Header().Get(sessionHeader)
 	}
 }
+
+// flushSession sends the session a ping of its own after a large request,
+// answered into nothing. go-sdk v1.8.0 keeps a session's last request
+// reachable until its next one arrives (jsonrpc2's handler queue is
+// resliced, not cleared), so each idle session that last received a 4 MB
+// body would hold those 4 MB for as long as it lives: up to MaxSessions
+// times the body limit. The ping takes its place.
+func flushSession(h http.Handler, r *http.Request, id string) {
+	req, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodPost, r.URL.String(), strings.NewReader(flushPing))
+	if err != nil {
+		return
+	}
+	req.Host, req.RemoteAddr = r.Host, r.RemoteAddr
+	for _, k := range []string{"Authorization", "Mcp-Protocol-Version"} {
+		if v := r.Header.Get(k); v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	req.Header.Set(sessionHeader, id)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	h.ServeHTTP(discardWriter{h: http.Header{}}, req)
+}
+
+// flushPing is flushSession's request.
+const flushPing = `{"jsonrpc":"2.0","id":"mcpledger-flush","method":"ping"}`
+
+// discardWriter is a ResponseWriter that keeps nothing.
+type discardWriter struct{ h http.Header }
+
+func (d discardWriter) Header() http.Header         { return d.h }
+func (d discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d discardWriter) WriteHeader(int)             {}
+func (d discardWriter) Flush()                      {}
 
 // sessionHeader carries a Streamable HTTP session's ID.
 const sessionHeader = "Mcp-Session-Id"
