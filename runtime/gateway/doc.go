@@ -5,7 +5,11 @@
 //
 // It owns the face toward downstream clients: the exposed catalog (tool,
 // resource and prompt names, collisions, list_changed), the HTTP endpoint's
-// guards (bearer token, Host and Origin checks, journaled refusals),
+// guards (bearer token, Host and Origin checks, journaled refusals) and
+// bounds (limits.go: a budget of request bytes and requests in flight, a
+// body deadline; sessions.go: a cap on client sessions, least recently
+// used idle ones evicted; a flush of go-sdk's last request after a large
+// one),
 // forwarding between clients and servers (sampling, elicitation, progress,
 // cancellation, log messages, resource subscriptions), and approvals by
 // elicitation under call policy ask.
