@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -24,8 +25,10 @@ func run(args []string, w io.Writer) error {
 	root := fs.String("root", ".", "the module root the reports' files are relative to")
 	minEfficacy := fs.Float64("efficacy", 95, "least test efficacy per package, in percent")
 	minCoverage := fs.Float64("coverage", 90, "least mutator coverage per package, in percent")
+	files := fs.Bool("files", false, "list the files of the reports given as PKG=REPORT.json that have mutants a test ran, as \"FILE COUNT\" lines (FILE relative to the package)")
+	spot := fs.String("compare", "", "a fresh `REPORT.json` of some of one package's mutants, to check against the package's reports given as PKG=REPORT.json")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: mutants [flags] PKG=REPORT.json ...")
+		fmt.Fprintln(fs.Output(), "usage: mutants [flags] PKG=REPORT.json ...\n       mutants -compare FRESH.json PKG=RECORDED.json ...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -34,6 +37,12 @@ func run(args []string, w io.Writer) error {
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return errors.New("mutants: name at least one PKG=REPORT.json")
+	}
+	if *files {
+		return runFiles(w, fs.Args())
+	}
+	if *spot != "" {
+		return runCompare(w, *spot, fs.Args())
 	}
 	f, err := os.Open(*equivalentFile)
 	if err != nil {
@@ -55,6 +64,14 @@ func run(args []string, w io.Writer) error {
 		r, err := readReport(strings.TrimSuffix(pkg, "/"), path)
 		if err != nil {
 			return err
+		}
+		// A package cut into shards (.ci/mutation, shards.txt) comes as
+		// one report per shard: they add up to the package's.
+		if i := slices.IndexFunc(reports, func(o pkgReport) bool { return o.Pkg == r.Pkg }); i >= 0 {
+			if err := reports[i].add(r); err != nil {
+				return fmt.Errorf("mutants: %s: %w", path, err)
+			}
+			continue
 		}
 		reports = append(reports, r)
 	}
@@ -96,5 +113,64 @@ func run(args []string, w io.Writer) error {
 		return fmt.Errorf("%w:\n  %s", errThreshold, strings.Join(failed, "\n  "))
 	}
 	fmt.Fprintf(w, "\nall packages meet efficacy >= %.0f%% and coverage >= %.0f%%\n", *minEfficacy, *minCoverage)
+	return nil
+}
+
+// runCompare reads the recorded reports (PKG=REPORT.json, one package)
+// and checks the fresh one against them.
+func runCompare(w io.Writer, fresh string, args []string) error {
+	var recorded []pkgReport
+	pkg := ""
+	for _, a := range args {
+		p, path, ok := strings.Cut(a, "=")
+		if !ok || p == "" || path == "" || (pkg != "" && p != pkg) {
+			return fmt.Errorf("mutants: -compare: %q: want PKG=REPORT.json, one package", a)
+		}
+		pkg = strings.TrimSuffix(p, "/")
+		r, err := readReport(pkg, path)
+		if err != nil {
+			return err
+		}
+		recorded = append(recorded, r)
+	}
+	if pkg == "" {
+		return errors.New("mutants: -compare: name the recorded reports as PKG=REPORT.json")
+	}
+	f, err := readReport(pkg, fresh)
+	if err != nil {
+		return err
+	}
+	return compare(w, f, recorded)
+}
+
+// runFiles lists the files of the reports with covered mutants and how
+// many: .ci/mutation picks the file of a spot check among them.
+func runFiles(w io.Writer, args []string) error {
+	n := map[string]int{}
+	var order []string
+	for _, a := range args {
+		p, path, ok := strings.Cut(a, "=")
+		if !ok || p == "" || path == "" {
+			return fmt.Errorf("mutants: -files: %q: want PKG=REPORT.json", a)
+		}
+		r, err := readReport(strings.TrimSuffix(p, "/"), path)
+		if err != nil {
+			return err
+		}
+		for _, m := range r.Mutants {
+			if m.Status == statusNotCovered || m.Status == statusNotViable {
+				continue
+			}
+			f := strings.TrimPrefix(m.Path, r.Pkg+"/")
+			if n[f] == 0 {
+				order = append(order, f)
+			}
+			n[f]++
+		}
+	}
+	slices.Sort(order)
+	for _, f := range order {
+		fmt.Fprintf(w, "%s %d\n", f, n[f])
+	}
 	return nil
 }

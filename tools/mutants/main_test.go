@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,4 +140,100 @@ func TestRun(t *testing.T) {
 			t.Fatalf("coverage 80%% passed a threshold of 81%%: %v", err)
 		}
 	})
+}
+
+// TestShards: a package's shard reports add up to the package's, and two
+// shards that mutated the same line are refused (shards.txt must give
+// each file to one shard).
+func TestShards(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	eq := write("equivalent.txt", "")
+	// The fixture's report cut in two: a.go's first three mutants in one
+	// shard, the rest in another.
+	one := write("one.json", `{"files":[{"file_name":"a.go","mutations":[
+{"type":"CONDITIONALS_BOUNDARY","status":"LIVED","line":4,"column":7},
+{"type":"CONDITIONALS_BOUNDARY","status":"LIVED","line":7,"column":7},
+{"type":"CONDITIONALS_NEGATION","status":"KILLED","line":4,"column":7}]}],"elapsed_time":2}`)
+	two := write("two.json", `{"files":[{"file_name":"a.go","mutations":[
+{"type":"CONDITIONALS_NEGATION","status":"KILLED","line":7,"column":7},
+{"type":"ARITHMETIC_BASE","status":"NOT COVERED","line":10,"column":11},
+{"type":"ARITHMETIC_BASE","status":"TIMED OUT","line":10,"column":11}]}],"elapsed_time":3}`)
+	root := filepath.Join("testdata", "mod")
+	var whole, split bytes.Buffer
+	if err := run([]string{"-equivalent", eq, "-root", root, "-efficacy", "0", "-coverage", "0", "pkg=" + filepath.Join("testdata", "report.json")}, &whole); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"-equivalent", eq, "-root", root, "-efficacy", "0", "-coverage", "0", "pkg=" + one, "pkg=" + two}, &split); err != nil {
+		t.Fatal(err)
+	}
+	// The same table but for the time column (2 s + 3 s, not 12.5 s).
+	wantRow := strings.Replace(strings.Split(whole.String(), "\n")[1], "    12s", "     5s", 1)
+	if got := strings.Split(split.String(), "\n")[1]; got != wantRow {
+		t.Errorf("shards add up to\n%s\nwant\n%s", got, wantRow)
+	}
+	if !strings.Contains(split.String(), "pkg/a.go:4 |") || !strings.Contains(split.String(), "pkg/a.go:7 |") {
+		t.Errorf("survivors of both shards not listed:\n%s", split.String())
+	}
+	var out bytes.Buffer
+	err := run([]string{"-equivalent", eq, "-root", root, "pkg=" + one, "pkg=" + one}, &out)
+	if err == nil || !strings.Contains(err.Error(), "in two shards") {
+		t.Errorf("the same mutants in two shards: err = %v", err)
+	}
+}
+
+// TestCompare: a spot check agrees with the record when each mutant it ran
+// has the recorded outcome (a timeout is a kill; a recorded survivor that
+// is killed now is fine), and disagrees on a recorded kill that lives, a
+// mutant the record lacks, or a changed coverage.
+func TestCompare(t *testing.T) {
+	dir := t.TempDir()
+	write := func(body string) string {
+		f, err := os.CreateTemp(dir, "*.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(`{"files":[{"file_name":"a.go","mutations":[` + body + `]}],"elapsed_time":1}`)
+		f.Close()
+		return f.Name()
+	}
+	rec := "pkg=" + filepath.Join("testdata", "report.json")
+	for _, c := range []struct {
+		name, fresh string
+		ok          bool
+	}{
+		{"same", `{"type":"CONDITIONALS_NEGATION","status":"KILLED","line":4,"column":7},{"type":"CONDITIONALS_BOUNDARY","status":"LIVED","line":7,"column":7}`, true},
+		{"timed out is killed", `{"type":"CONDITIONALS_NEGATION","status":"TIMED OUT","line":4,"column":7},{"type":"ARITHMETIC_BASE","status":"KILLED","line":10,"column":11}`, true},
+		{"a survivor killed now", `{"type":"CONDITIONALS_BOUNDARY","status":"KILLED","line":4,"column":7}`, true},
+		{"a kill that lives", `{"type":"CONDITIONALS_NEGATION","status":"LIVED","line":7,"column":7}`, false},
+		{"not in the record", `{"type":"INVERT_NEGATIVES","status":"KILLED","line":4,"column":7}`, false},
+		{"coverage differs", `{"type":"ARITHMETIC_BASE","status":"KILLED","line":10,"column":11},{"type":"CONDITIONALS_NEGATION","status":"NOT COVERED","line":4,"column":7}`, false},
+		{"nothing run", ``, false},
+	} {
+		var out bytes.Buffer
+		err := run([]string{"-compare", write(c.fresh), rec}, &out)
+		if c.ok != (err == nil) || (err != nil && !errors.Is(err, errRecord)) {
+			t.Errorf("%s: err = %v\n%s", c.name, err, out.String())
+		}
+	}
+	if err := run([]string{"-compare", write(""), "pkg=" + filepath.Join("testdata", "report.json"), "other=x.json"}, io.Discard); err == nil {
+		t.Error("-compare accepted reports of two packages")
+	}
+}
+
+// TestFiles: -files lists the files with mutants a test ran.
+func TestFiles(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"-files", "pkg=" + filepath.Join("testdata", "report.json")}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "a.go 5\n" {
+		t.Errorf("-files = %q, want %q", got, "a.go 5\n")
+	}
 }

@@ -71,8 +71,31 @@ func readReport(pkg, path string) (pkgReport, error) {
 			})
 		}
 	}
-	sort.Slice(out.Mutants, func(i, j int) bool {
-		a, b := out.Mutants[i], out.Mutants[j]
+	sortMutants(out.Mutants)
+	return out, nil
+}
+
+// add merges o, another shard's report of the same package, into r. A
+// mutant both report is an error: two shards mutated the same file.
+func (r *pkgReport) add(o pkgReport) error {
+	seen := make(map[string]bool, len(r.Mutants))
+	for _, m := range r.Mutants {
+		seen[m.String()] = true
+	}
+	for _, m := range o.Mutants {
+		if seen[m.String()] {
+			return fmt.Errorf("mutant %s is in two shards of %s", m, r.Pkg)
+		}
+	}
+	r.Mutants = append(r.Mutants, o.Mutants...)
+	sortMutants(r.Mutants)
+	r.Seconds += o.Seconds
+	return nil
+}
+
+func sortMutants(ms []mutant) {
+	sort.Slice(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
 		if a.Path != b.Path {
 			return a.Path < b.Path
 		}
@@ -84,7 +107,6 @@ func readReport(pkg, path string) (pkgReport, error) {
 		}
 		return a.Type < b.Type
 	})
-	return out, nil
 }
 
 // tally is a package's counts once equivalent mutants are taken away.
