@@ -107,28 +107,40 @@ func Login(ctx context.Context, o LoginOptions) (Grant, error) {
 	bh := &boundedHandler{inner: h, server: o.Server}
 
 	hc := &http.Client{Transport: &headerTransport{base: base, headers: o.Headers}}
-	var transport mcp.Transport
+	var transport func() mcp.Transport
 	switch o.Transport {
 	case "", "http":
-		transport = &mcp.StreamableClientTransport{Endpoint: o.URL, HTTPClient: hc, OAuthHandler: bh, MaxRetries: -1}
+		transport = func() mcp.Transport {
+			return &mcp.StreamableClientTransport{Endpoint: o.URL, HTTPClient: hc, OAuthHandler: bh, MaxRetries: -1}
+		}
 	case "sse":
 		// SSEClientTransport has no OAuthHandler: the handler runs in a
 		// RoundTripper under its HTTP client instead.
 		hc.Transport = &handlerTransport{base: hc.Transport, h: bh}
-		transport = &mcp.SSEClientTransport{Endpoint: o.URL, HTTPClient: hc}
+		transport = func() mcp.Transport { return &mcp.SSEClientTransport{Endpoint: o.URL, HTTPClient: hc} }
 	default:
 		return Grant{}, fmt.Errorf("oauth: server %s: transport %q cannot sign in (only http and sse servers use OAuth)", o.Server, o.Transport)
 	}
 
 	log.Info("oauth: login started", "server", o.Server, "resource", resource)
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpledger", Version: "login"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err == nil {
-		_, err = cs.ListTools(ctx, nil)
-		_ = cs.Close()
-	}
-	if err != nil {
-		return Grant{}, loginError(o.Server, err)
+	// go-sdk authorizes once per request and fails the session when the
+	// retry after a step-up is refused again; each further step-up needs
+	// a new session (the handler keeps the granted scopes for the union).
+	for {
+		before := bh.stepUps()
+		cs, cerr := client.Connect(ctx, transport(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if cerr == nil {
+			_, cerr = cs.ListTools(ctx, nil)
+			_ = cs.Close()
+		}
+		if cerr == nil {
+			break
+		}
+		if bh.stepUps() == before || errors.Is(cerr, ErrStepUpLimit) || ctx.Err() != nil {
+			return Grant{}, loginError(o.Server, cerr)
+		}
+		log.Info("oauth: step-up refused on retry; reconnecting", "server", o.Server, "step_ups", bh.stepUps())
 	}
 	tok, ocfg := capt.latest()
 	if tok == nil {

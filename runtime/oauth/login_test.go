@@ -1,0 +1,322 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type env struct {
+	t     *testing.T
+	as    *testAS
+	mcp   *testMCP
+	store *Store
+	br    *browser
+	logs  *syncBuffer
+	log   *slog.Logger
+}
+
+func newEnv(t *testing.T) *env {
+	as := newTestAS(t)
+	logs := &syncBuffer{}
+	return &env{t: t, as: as, mcp: newTestMCP(t, as), store: NewStore(filepath.Join(t.TempDir(), "state", "oauth-tokens.json")),
+		br: &browser{}, logs: logs, log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+}
+
+func (e *env) opts(c ClientConfig) LoginOptions {
+	return LoginOptions{Server: "hosted", URL: e.mcp.url(), Client: c, Store: e.store, Open: e.br.open,
+		Timeout: 20 * time.Second, Logger: e.log}
+}
+
+func (e *env) login(c ClientConfig) (Grant, error) {
+	return Login(context.Background(), e.opts(c))
+}
+
+// noLeak fails if any secret the AS issued or received appears in s.
+func (e *env) noLeak(what, s string) {
+	e.t.Helper()
+	for _, sec := range e.as.allSecrets() {
+		if sec != "" && strings.Contains(s, sec) {
+			e.t.Errorf("%s contains the secret %.6s…", what, sec)
+		}
+	}
+}
+
+func TestLoginDynamicRegistration(t *testing.T) {
+	e := newEnv(t)
+	g, err := e.login(ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.ClientKind != ClientRegistered || g.Issuer != e.as.srv.URL || g.StepUps != 0 {
+		t.Errorf("grant = %+v, want registered client of issuer %s", g, e.as.srv.URL)
+	}
+	// offline_access is added because the AS advertises it (RequestRefreshToken).
+	if !slices.Equal(g.Scopes, []string{"read", "offline_access"}) {
+		t.Errorf("scopes = %v, want the challenged read plus offline_access", g.Scopes)
+	}
+	ent, err := e.store.Get("hosted", e.mcp.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ent.ClientSecret == "" || !strings.HasPrefix(ent.ClientID, "dcr-") || ent.RefreshToken == "" ||
+		ent.RevocationEndpoint != e.as.srv.URL+"/as/revoke" || ent.TokenEndpoint != e.as.srv.URL+"/as/token" {
+		t.Errorf("entry lacks what refresh/revoke need: %+v", redacted(ent))
+	}
+	if e.as.registers != 1 {
+		t.Errorf("registrations = %d, want 1", e.as.registers)
+	}
+	fi, err := os.Stat(e.store.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("store mode = %v, want 0600", fi.Mode().Perm())
+	}
+	di, _ := os.Stat(filepath.Dir(e.store.Path()))
+	if di.Mode().Perm() != 0o700 {
+		t.Errorf("store dir mode = %v, want 0700", di.Mode().Perm())
+	}
+	e.noLeak("log", e.logs.String())
+}
+
+func redacted(e Entry) Entry {
+	e.AccessToken, e.RefreshToken, e.ClientSecret = "<a>", "<r>", "<s>"
+	return e
+}
+
+func TestLoginPreRegistered(t *testing.T) {
+	for _, tc := range []struct {
+		name, secret string
+	}{{"confidential", "pre-secret-xyz"}, {"public", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.as.set(func(a *testAS) { a.preClients["pre-client"] = tc.secret })
+			g, err := e.login(ClientConfig{ClientID: "pre-client", ClientSecret: tc.secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.ClientKind != ClientPreRegistered || g.ClientID != "pre-client" {
+				t.Errorf("grant = %+v, want pre-registered pre-client", g)
+			}
+			if e.as.registers != 0 {
+				t.Errorf("a pre-registered client registered dynamically %d times", e.as.registers)
+			}
+			ent, err := e.store.Get("hosted", e.mcp.url())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ent.ClientSecret != "" {
+				t.Error("the configured client secret was written to the store")
+			}
+			data, _ := os.ReadFile(e.store.Path())
+			if tc.secret != "" && bytes.Contains(data, []byte(tc.secret)) {
+				t.Error("store file contains the configured client secret")
+			}
+			// Refresh works with the secret from the config (the clock is
+			// past the expiry, so the transport refreshes first).
+			tr := NewTransport(TransportOptions{Server: "hosted", URL: e.mcp.url(), Store: e.store, ClientSecret: tc.secret,
+				Now: func() time.Time { return ent.Expiry.Add(time.Second) }})
+			if st, err := post(tr, e.mcp.url()); err != nil || st == http.StatusUnauthorized {
+				t.Fatalf("request after forced refresh: status %d, %v", st, err)
+			}
+			if e.as.refreshes != 1 {
+				t.Errorf("refreshes = %d, want 1", e.as.refreshes)
+			}
+			if err := callEcho(t, NewTransport(TransportOptions{Server: "hosted", URL: e.mcp.url(), Store: e.store}), e.mcp.url()); err != nil {
+				t.Fatalf("call with the refreshed token: %v", err)
+			}
+		})
+	}
+}
+
+func TestLoginClientMetadataDocument(t *testing.T) {
+	e := newEnv(t)
+	e.as.set(func(a *testAS) { a.cimd = true })
+	const doc = "https://client.example/mcpledger/client.json"
+	g, err := e.login(ClientConfig{ClientMetadataURL: doc, ClientID: "ignored-when-cimd-is-supported"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.ClientKind != ClientMetadataDocument || g.ClientID != doc || e.as.registers != 0 {
+		t.Errorf("grant = %+v (registrations %d), want the metadata document as client id", g, e.as.registers)
+	}
+}
+
+func TestLoginAuthServerMetadataURL(t *testing.T) {
+	e := newEnv(t)
+	// The AS answers its metadata only at a custom path; discovery at the
+	// well-known path finds nothing there.
+	e.as.set(func(a *testAS) { a.metaAt = "/custom/meta" })
+	if _, err := e.login(ClientConfig{}); err == nil {
+		t.Fatal("login without the metadata URL succeeded; the test cannot tell the setting is used")
+	}
+	g, err := e.login(ClientConfig{AuthServerMetadataURL: e.as.srv.URL + "/custom/meta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Issuer != e.as.srv.URL {
+		t.Errorf("issuer = %q", g.Issuer)
+	}
+}
+
+func TestLoginStepUpUnion(t *testing.T) {
+	e := newEnv(t)
+	e.mcp.mu.Lock()
+	e.mcp.stepUp = "write"
+	e.mcp.mu.Unlock()
+	g, err := e.login(ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.StepUps != 1 || e.br.count() != 2 {
+		t.Errorf("step-ups = %d, browser opened %d times; want 1 and 2", g.StepUps, e.br.count())
+	}
+	last := e.as.authorize[len(e.as.authorize)-1].Get("scope")
+	if got := strings.Fields(last); !slices.Contains(got, "read") || !slices.Contains(got, "write") || !slices.Contains(got, "offline_access") {
+		t.Errorf("step-up requested %q, want the union of held (read offline_access) and challenged (read write)", last)
+	}
+	if !slices.Contains(g.Scopes, "write") {
+		t.Errorf("grant scopes = %v, want write included", g.Scopes)
+	}
+}
+
+func TestLoginStepUpBounded(t *testing.T) {
+	e := newEnv(t)
+	e.mcp.mu.Lock()
+	e.mcp.stepUp = "admin"
+	e.mcp.mu.Unlock()
+	e.as.set(func(a *testAS) { a.grantable = []string{"read", "write", "offline_access"} }) // never admin
+	_, err := e.login(ClientConfig{})
+	if !errors.Is(err, ErrStepUpLimit) {
+		t.Fatalf("err = %v, want ErrStepUpLimit", err)
+	}
+	if n := e.br.count(); n != 1+MaxStepUps {
+		t.Errorf("browser opened %d times, want %d (sign-in + %d step-ups)", n, 1+MaxStepUps, MaxStepUps)
+	}
+	if !strings.Contains(err.Error(), "hosted") || !strings.Contains(err.Error(), "admin") {
+		t.Errorf("error does not name the server and scope: %v", err)
+	}
+	if _, err := e.store.Get("hosted", e.mcp.url()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a failed login stored an entry: %v", err)
+	}
+}
+
+func TestLoginBadInput(t *testing.T) {
+	t.Run("consent denied", func(t *testing.T) {
+		e := newEnv(t)
+		e.as.set(func(a *testAS) { a.deny = true })
+		_, err := e.login(ClientConfig{})
+		wantErr(t, err, ErrConsentDenied, "hosted", "mcpledger login hosted")
+	})
+	t.Run("state mismatch", func(t *testing.T) {
+		e := newEnv(t)
+		e.as.set(func(a *testAS) { a.wrongState = true })
+		_, err := e.login(ClientConfig{})
+		wantErr(t, err, ErrStateMismatch, "hosted", "mcpledger login hosted")
+		e.noLeak("error", err.Error())
+	})
+	t.Run("port in use", func(t *testing.T) {
+		e := newEnv(t)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+		_, err = e.login(ClientConfig{CallbackPort: port})
+		wantErr(t, err, ErrCallbackPort, "hosted", strconv.Itoa(port), "callbackPort")
+	})
+	t.Run("unreachable authorization server", func(t *testing.T) {
+		e := newEnv(t)
+		e.as.srv.Close()
+		_, err := e.login(ClientConfig{})
+		wantErr(t, err, nil, "hosted", "reachable", "mcpledger login hosted")
+		if e.br.count() != 0 {
+			t.Error("the browser was opened although the AS is down")
+		}
+	})
+	t.Run("unreadable store", func(t *testing.T) {
+		e := newEnv(t)
+		if err := os.MkdirAll(filepath.Dir(e.store.Path()), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(e.store.Path(), []byte("{not json"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := e.login(ClientConfig{})
+		wantErr(t, err, ErrStore, "hosted", e.store.Path(), "delete it")
+		data, _ := os.ReadFile(e.store.Path())
+		if string(data) != "{not json" {
+			t.Error("a corrupt store was rewritten")
+		}
+	})
+	t.Run("server without OAuth", func(t *testing.T) {
+		e := newEnv(t)
+		plain := newPlainMCP(t)
+		o := e.opts(ClientConfig{})
+		o.URL = plain
+		_, err := Login(context.Background(), o)
+		wantErr(t, err, ErrNoChallenge, "hosted")
+	})
+}
+
+func wantErr(t *testing.T, err, sentinel error, contains ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if sentinel != nil && !errors.Is(err, sentinel) {
+		t.Errorf("err = %v, want %v", err, sentinel)
+	}
+	for _, c := range contains {
+		if !strings.Contains(err.Error(), c) {
+			t.Errorf("error %q does not mention %q", err, c)
+		}
+	}
+}
+
+func TestLoginSSE(t *testing.T) {
+	e := newEnv(t)
+	o := e.opts(ClientConfig{})
+	o.URL, o.Transport = e.mcp.srv.URL+"/sse", "sse"
+	g, err := Login(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Resource != e.mcp.srv.URL+"/sse" {
+		t.Errorf("resource = %q", g.Resource)
+	}
+	if _, err := e.store.Get("hosted", e.mcp.srv.URL+"/sse"); err != nil {
+		t.Fatal(err)
+	}
+}
