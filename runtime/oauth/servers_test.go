@@ -39,8 +39,8 @@ type testAS struct {
 	accessTTL    time.Duration // default 1h
 	cimd         bool          // advertises and accepts client ID metadata documents
 	noRevocation bool
-	failRefresh  bool     // refresh_token grant answers invalid_grant
-	grantable    []string // scopes it grants (nil: any requested)
+	failRefresh  bool              // refresh_token grant answers invalid_grant
+	grantable    []string          // scopes it grants (nil: any requested)
 	preClients   map[string]string // pre-registered client id -> secret ("" public)
 	metaAt       string            // serve metadata only at this path (discovery finds none)
 	rejectTokens bool              // the resource server refuses every access token
@@ -316,10 +316,10 @@ type testMCP struct {
 	srv *httptest.Server
 	as  *testAS
 
-	mu      sync.Mutex
-	stepUp  string
-	auths   []string // Authorization headers received, in order
-	status  []int
+	mu     sync.Mutex
+	stepUp string
+	auths  []string // Authorization headers received, in order
+	status []int
 }
 
 func newTestMCP(t *testing.T, as *testAS) *testMCP {
