@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,8 +53,13 @@ func redirectURL(port int) string {
 }
 
 // handlerConfig maps c onto go-sdk's handler configuration. The fetcher,
-// HTTP client and token source hook are the caller's.
-func (c ClientConfig) handlerConfig(redirect string) *auth.AuthorizationCodeHandlerConfig {
+// HTTP client and token source hook are the caller's. Configured Scopes
+// are requested exactly on the first authorization; during a 403
+// insufficient_scope step-up (stepUp reports true) the challenged scopes
+// are added to them (go-sdk then unions the result with the held ones).
+// go-sdk adds offline_access to either when the authorization server
+// advertises it, to get a refresh token.
+func (c ClientConfig) handlerConfig(redirect string, stepUp func() bool) *auth.AuthorizationCodeHandlerConfig {
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         redirect,
 		RequestRefreshToken: true,
@@ -78,7 +84,19 @@ func (c ClientConfig) handlerConfig(redirect string) *auth.AuthorizationCodeHand
 	}
 	if len(c.Scopes) > 0 {
 		scopes := append([]string(nil), c.Scopes...)
-		cfg.ScopeFilter = func([]string) []string { return append([]string(nil), scopes...) }
+		cfg.ScopeFilter = func(discovered []string) []string {
+			out := append([]string(nil), scopes...)
+			if stepUp != nil && stepUp() {
+				// A step-up must ask for what the server challenged with,
+				// or it would repeat the request that was refused.
+				for _, d := range discovered {
+					if !slices.Contains(out, d) {
+						out = append(out, d)
+					}
+				}
+			}
+			return out
+		}
 	}
 	return cfg
 }

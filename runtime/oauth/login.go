@@ -92,7 +92,8 @@ func Login(ctx context.Context, o LoginOptions) (Grant, error) {
 		base = o.HTTPClient.Transport
 	}
 	asRT := &asMetaTransport{base: base, metadataURL: o.Client.AuthServerMetadataURL}
-	cfg := o.Client.handlerConfig(redirect)
+	bh := &boundedHandler{server: o.Server}
+	cfg := o.Client.handlerConfig(redirect, bh.inStepUp)
 	cfg.Client = &http.Client{Transport: asRT}
 	cfg.AuthorizationCodeFetcher = cb.fetcher(func(u string) error {
 		log.Info("oauth: opening the authorization URL", "server", o.Server, "redirect", redirect)
@@ -104,7 +105,7 @@ func Login(ctx context.Context, o LoginOptions) (Grant, error) {
 	if err != nil {
 		return Grant{}, fmt.Errorf("oauth: server %s: invalid `oauth` settings: %w", o.Server, err)
 	}
-	bh := &boundedHandler{inner: h, server: o.Server}
+	bh.inner = h
 
 	hc := &http.Client{Transport: &headerTransport{base: base, headers: o.Headers}}
 	var transport func() mcp.Transport
@@ -251,6 +252,15 @@ type boundedHandler struct {
 	mu        sync.Mutex
 	steps     int
 	authorize int
+	stepping  bool // an Authorize for a 403 insufficient_scope is running
+}
+
+// inStepUp reports whether the running Authorize is a step-up (read by
+// the ScopeFilter, which go-sdk calls from inside Authorize).
+func (b *boundedHandler) inStepUp() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stepping
 }
 
 func (b *boundedHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
@@ -276,6 +286,14 @@ func (b *boundedHandler) Authorize(ctx context.Context, req *http.Request, resp 
 		return fmt.Errorf("%w: server %s keeps refusing the tokens it was issued (HTTP %d after %d authorizations); check its authorization settings",
 			ErrStepUpLimit, b.server, resp.StatusCode, n-1)
 	}
+	b.mu.Lock()
+	b.stepping = scopeErr
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.stepping = false
+		b.mu.Unlock()
+	}()
 	return b.inner.Authorize(ctx, req, resp)
 }
 

@@ -81,7 +81,7 @@ func TestLoginDynamicRegistration(t *testing.T) {
 		t.Errorf("grant = %+v, want registered client of issuer %s", g, e.as.srv.URL)
 	}
 	// offline_access is added because the AS advertises it (RequestRefreshToken).
-	if !slices.Equal(g.Scopes, []string{"read", "offline_access"}) {
+	if got := slices.Sorted(slices.Values(g.Scopes)); !slices.Equal(got, []string{"offline_access", "read"}) {
 		t.Errorf("scopes = %v, want the challenged read plus offline_access", g.Scopes)
 	}
 	ent, err := e.store.Get("hosted", e.mcp.url())
@@ -318,5 +318,35 @@ func TestLoginSSE(t *testing.T) {
 	}
 	if _, err := e.store.Get("hosted", e.mcp.srv.URL+"/sse"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLoginConfiguredScopes(t *testing.T) {
+	e := newEnv(t)
+	g, err := e.login(ClientConfig{Scopes: []string{"read", "write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.Fields(e.as.authorize[0].Get("scope"))
+	slices.Sort(first)
+	if !slices.Equal(first, []string{"offline_access", "read", "write"}) {
+		t.Errorf("requested %v, want the configured read write (plus offline_access, advertised)", first)
+	}
+	if !slices.Contains(g.Scopes, "write") {
+		t.Errorf("grant scopes %v", g.Scopes)
+	}
+
+	// Configured scopes that lack what the server challenges with on a
+	// step-up: the step-up adds the challenged scope.
+	e = newEnv(t)
+	e.mcp.mu.Lock()
+	e.mcp.stepUp = "write"
+	e.mcp.mu.Unlock()
+	g, err = e.login(ClientConfig{Scopes: []string{"read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.StepUps != 1 || !slices.Contains(g.Scopes, "write") {
+		t.Errorf("grant = %+v, want one step-up that obtained write", g)
 	}
 }
