@@ -41,11 +41,12 @@ var allowed = map[string][]string{
 	// control: the control socket, over runtime's exported API.
 	"runtime/control": {"events", "projections", "runtime", "github.com/google/uuid"},
 	// gateway: `mcpledger serve`, over runtime's exported API; only cmd
-	// imports it.
+	// imports it. oauth: sign-in, token store, refresh and revoke for
+	// remote servers; it journals nothing and knows nothing of the Manager.
 	"runtime/gateway":     {"events", "projections", "runtime", "runtime/guard", "github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid"},
 	"runtime/guard":       {"events", "runtime/internal", "github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go"},
 	"runtime/internal":    {},
-	"runtime/oauth":       {"github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"}, // sign-in, token store, refresh, revoke; journals nothing
+	"runtime/oauth":       {"github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
 	"runtime/runtimetest": {"*"}, // test servers and helpers
 	"replay":              {"events", "fsm", "projections", "github.com/google/uuid"},
 	"cmd":                 {"*"},
