@@ -80,6 +80,11 @@ func Login(ctx context.Context, o LoginOptions) (Grant, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// A store that cannot hold the result fails now, not after the
+	// user went through the browser.
+	if _, err := o.Store.Get(o.Server, o.URL); err != nil && !errors.Is(err, ErrNotFound) {
+		return Grant{}, fmt.Errorf("oauth: server %s: cannot sign in: %w", o.Server, err)
+	}
 	cb, err := listenCallback(o.Server, o.Client.CallbackPort)
 	if err != nil {
 		return Grant{}, err

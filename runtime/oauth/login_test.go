@@ -275,6 +275,9 @@ func TestLoginBadInput(t *testing.T) {
 		}
 		_, err := e.login(ClientConfig{})
 		wantErr(t, err, ErrStore, "hosted", e.store.Path(), "delete it")
+		if e.br.count() != 0 {
+			t.Error("the browser was opened although the token could not be stored")
+		}
 		data, _ := os.ReadFile(e.store.Path())
 		if string(data) != "{not json" {
 			t.Error("a corrupt store was rewritten")
