@@ -94,13 +94,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
-		if len(resp.Header.Values("WWW-Authenticate")) == 0 {
+		// A 401 without a challenge is not OAuth's; a body that cannot
+		// be resent cannot be retried (go-sdk's bodies always can).
+		if len(resp.Header.Values("WWW-Authenticate")) == 0 ||
+			req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 			return resp, nil
 		}
 		drain(resp)
-		if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-			return nil, t.needsAuth("the request cannot be resent after a 401")
-		}
 		next, err := t.afterUnauthorized(req.Context(), tok)
 		if err != nil {
 			return nil, err

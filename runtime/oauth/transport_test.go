@@ -231,6 +231,22 @@ func TestTransportWithoutEntry(t *testing.T) {
 			t.Error("a read created the store file")
 		}
 	})
+	t.Run("401 without a challenge is the server's answer", func(t *testing.T) {
+		e := newEnv(t)
+		e.mustLogin()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "basic auth only", http.StatusUnauthorized)
+		}))
+		defer srv.Close()
+		tr := NewTransport(TransportOptions{Server: "hosted", URL: e.mcp.url(), Store: e.store})
+		st, err := post(tr, srv.URL)
+		if err != nil || st != http.StatusUnauthorized {
+			t.Errorf("status %d, err %v; want the 401 passed through", st, err)
+		}
+		if e.as.refreshes != 0 {
+			t.Error("a 401 without a Bearer challenge caused a refresh")
+		}
+	})
 	t.Run("challenge without sign-in", func(t *testing.T) {
 		e := newEnv(t)
 		var cb callbacks
