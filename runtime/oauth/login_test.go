@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // syncBuffer is a log sink safe for concurrent writes.
@@ -92,8 +94,8 @@ func TestLoginDynamicRegistration(t *testing.T) {
 		ent.RevocationEndpoint != e.as.srv.URL+"/as/revoke" || ent.TokenEndpoint != e.as.srv.URL+"/as/token" {
 		t.Errorf("entry lacks what refresh/revoke need: %+v", redacted(ent))
 	}
-	if e.as.registers != 1 {
-		t.Errorf("registrations = %d, want 1", e.as.registers)
+	if e.as.nRegisters() != 1 {
+		t.Errorf("registrations = %d, want 1", e.as.nRegisters())
 	}
 	fi, err := os.Stat(e.store.Path())
 	if err != nil {
@@ -128,8 +130,8 @@ func TestLoginPreRegistered(t *testing.T) {
 			if g.ClientKind != ClientPreRegistered || g.ClientID != "pre-client" {
 				t.Errorf("grant = %+v, want pre-registered pre-client", g)
 			}
-			if e.as.registers != 0 {
-				t.Errorf("a pre-registered client registered dynamically %d times", e.as.registers)
+			if e.as.nRegisters() != 0 {
+				t.Errorf("a pre-registered client registered dynamically %d times", e.as.nRegisters())
 			}
 			ent, err := e.store.Get("hosted", e.mcp.url())
 			if err != nil {
@@ -149,8 +151,8 @@ func TestLoginPreRegistered(t *testing.T) {
 			if st, err := post(tr, e.mcp.url()); err != nil || st == http.StatusUnauthorized {
 				t.Fatalf("request after forced refresh: status %d, %v", st, err)
 			}
-			if e.as.refreshes != 1 {
-				t.Errorf("refreshes = %d, want 1", e.as.refreshes)
+			if e.as.nRefreshes() != 1 {
+				t.Errorf("refreshes = %d, want 1", e.as.nRefreshes())
 			}
 			if err := callEcho(t, NewTransport(TransportOptions{Server: "hosted", URL: e.mcp.url(), Store: e.store}), e.mcp.url()); err != nil {
 				t.Fatalf("call with the refreshed token: %v", err)
@@ -167,8 +169,8 @@ func TestLoginClientMetadataDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.ClientKind != ClientMetadataDocument || g.ClientID != doc || e.as.registers != 0 {
-		t.Errorf("grant = %+v (registrations %d), want the metadata document as client id", g, e.as.registers)
+	if g.ClientKind != ClientMetadataDocument || g.ClientID != doc || e.as.nRegisters() != 0 {
+		t.Errorf("grant = %+v (registrations %d), want the metadata document as client id", g, e.as.nRegisters())
 	}
 }
 
@@ -201,7 +203,7 @@ func TestLoginStepUpUnion(t *testing.T) {
 	if g.StepUps != 1 || e.br.count() != 2 {
 		t.Errorf("step-ups = %d, browser opened %d times; want 1 and 2", g.StepUps, e.br.count())
 	}
-	last := e.as.authorize[len(e.as.authorize)-1].Get("scope")
+	last := e.as.lastAuthorize().Get("scope")
 	if got := strings.Fields(last); !slices.Contains(got, "read") || !slices.Contains(got, "write") || !slices.Contains(got, "offline_access") {
 		t.Errorf("step-up requested %q, want the union of held (read offline_access) and challenged (read write)", last)
 	}
@@ -322,6 +324,24 @@ func TestLoginSSE(t *testing.T) {
 	if _, err := e.store.Get("hosted", e.mcp.srv.URL+"/sse"); err != nil {
 		t.Fatal(err)
 	}
+	// The runtime's Transport carries the stored token over SSE too
+	// (the stream's GET and the message POSTs), refreshing after a 401.
+	e.as.expireAll()
+	tr := NewTransport(TransportOptions{Server: "hosted", URL: o.URL, Store: e.store})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&mcp.SSEClientTransport{Endpoint: o.URL, HTTPClient: &http.Client{Transport: tr}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"Text": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if e.as.nRefreshes() != 1 {
+		t.Errorf("refreshes = %d, want 1", e.as.nRefreshes())
+	}
 }
 
 func TestLoginConfiguredScopes(t *testing.T) {
@@ -330,7 +350,7 @@ func TestLoginConfiguredScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := strings.Fields(e.as.authorize[0].Get("scope"))
+	first := strings.Fields(e.as.authorizeQueries()[0].Get("scope"))
 	slices.Sort(first)
 	if !slices.Equal(first, []string{"offline_access", "read", "write"}) {
 		t.Errorf("requested %v, want the configured read write (plus offline_access, advertised)", first)

@@ -453,3 +453,12 @@ func (b *browser) count() int {
 	defer b.mu.Unlock()
 	return len(b.opened)
 }
+
+func (a *testAS) nRefreshes() int { a.mu.Lock(); defer a.mu.Unlock(); return a.refreshes }
+func (a *testAS) nRegisters() int { a.mu.Lock(); defer a.mu.Unlock(); return a.registers }
+func (a *testAS) authorizeQueries() []url.Values {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.authorize)
+}
+func (a *testAS) lastAuthorize() url.Values { q := a.authorizeQueries(); return q[len(q)-1] }

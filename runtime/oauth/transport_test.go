@@ -102,8 +102,8 @@ func TestTransportCarriesStoredToken(t *testing.T) {
 			t.Fatalf("a request carried %q, want the stored token", h[:min(len(h), 12)])
 		}
 	}
-	if e.as.refreshes != 0 {
-		t.Errorf("a valid token was refreshed %d times", e.as.refreshes)
+	if e.as.nRefreshes() != 0 {
+		t.Errorf("a valid token was refreshed %d times", e.as.nRefreshes())
 	}
 }
 
@@ -118,8 +118,8 @@ func TestTransportRefreshesExpiredToken(t *testing.T) {
 	if err != nil || st == http.StatusUnauthorized {
 		t.Fatalf("status %d, err %v", st, err)
 	}
-	if e.as.refreshes != 1 || len(cb.refreshed) != 1 {
-		t.Fatalf("refreshes = %d, OnRefreshed calls = %d, want 1 and 1", e.as.refreshes, len(cb.refreshed))
+	if e.as.nRefreshes() != 1 || len(cb.refreshed) != 1 {
+		t.Fatalf("refreshes = %d, OnRefreshed calls = %d, want 1 and 1", e.as.nRefreshes(), len(cb.refreshed))
 	}
 	now, err := e.store.Get("hosted", e.mcp.url())
 	if err != nil {
@@ -155,8 +155,8 @@ func TestTransport401RefreshesAndRetriesOnce(t *testing.T) {
 	if hs[len(hs)-2] != "Bearer "+old.AccessToken || hs[len(hs)-1] == hs[len(hs)-2] {
 		t.Error("the retry did not carry a new token")
 	}
-	if e.as.refreshes != 1 {
-		t.Errorf("refreshes = %d, want 1", e.as.refreshes)
+	if e.as.nRefreshes() != 1 {
+		t.Errorf("refreshes = %d, want 1", e.as.nRefreshes())
 	}
 
 	// A server that refuses the refreshed token too: one retry only.
@@ -193,8 +193,8 @@ func TestTransportConcurrent401OneRefresh(t *testing.T) {
 	if bad.Load() != 0 {
 		t.Errorf("%d requests failed", bad.Load())
 	}
-	if e.as.refreshes != 1 {
-		t.Errorf("refreshes = %d for 8 concurrent 401s, want 1", e.as.refreshes)
+	if e.as.nRefreshes() != 1 {
+		t.Errorf("refreshes = %d for 8 concurrent 401s, want 1", e.as.nRefreshes())
 	}
 }
 
@@ -243,7 +243,7 @@ func TestTransportWithoutEntry(t *testing.T) {
 		if err != nil || st != http.StatusUnauthorized {
 			t.Errorf("status %d, err %v; want the 401 passed through", st, err)
 		}
-		if e.as.refreshes != 0 {
+		if e.as.nRefreshes() != 0 {
 			t.Error("a 401 without a Bearer challenge caused a refresh")
 		}
 	})
