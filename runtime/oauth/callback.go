@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -46,7 +47,7 @@ func listenCallback(server string, port int) (*callback, error) {
 	c := &callback{server: server, port: ln.Addr().(*net.TCPAddr).Port, ln: ln, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /callback", c.serve)
-	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10e9}
+	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(c.done)
 		_ = c.srv.Serve(ln)
@@ -135,15 +136,15 @@ func (c *callback) fetcher(open func(string) error) auth.AuthorizationCodeFetche
 // oneLine bounds a server-supplied string for an error message.
 func oneLine(s string) string {
 	const max = 200
-	out := make([]rune, 0, len(s))
+	out := make([]rune, 0, min(len(s), max))
 	for _, r := range s {
+		if len(out) == max {
+			return string(out) + "…"
+		}
 		if r < 0x20 || r == 0x7f {
 			r = ' '
 		}
 		out = append(out, r)
-		if len(out) == max {
-			return string(out) + "…"
-		}
 	}
 	return string(out)
 }

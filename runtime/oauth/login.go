@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -122,7 +123,7 @@ func Login(ctx context.Context, o LoginOptions) (Grant, error) {
 	case "sse":
 		// SSEClientTransport has no OAuthHandler: the handler runs in a
 		// RoundTripper under its HTTP client instead.
-		hc.Transport = &handlerTransport{base: hc.Transport, h: bh}
+		hc.Transport = &handlerTransport{base: hc.Transport, h: bh, endpoint: o.URL}
 		transport = func() mcp.Transport { return &mcp.SSEClientTransport{Endpoint: o.URL, HTTPClient: hc} }
 	default:
 		return Grant{}, fmt.Errorf("oauth: server %s: transport %q cannot sign in (only http and sse servers use OAuth)", o.Server, o.Transport)
@@ -143,6 +144,8 @@ func Login(ctx context.Context, o LoginOptions) (Grant, error) {
 		if cerr == nil {
 			break
 		}
+		// Reconnect only when a step-up obtained a token and the retry
+		// was refused anyway; any other failure is the answer.
 		if bh.stepUps() == before || errors.Is(cerr, ErrStepUpLimit) || ctx.Err() != nil {
 			return Grant{}, loginError(o.Server, cerr)
 		}
@@ -248,16 +251,17 @@ func (c *capture) latest() (*oauth2.Token, *oauth2.Config) {
 }
 
 // boundedHandler wraps go-sdk's handler: it counts step-ups (403
-// insufficient_scope) and stops after MaxStepUps, and bounds the number
-// of full authorizations a login may run.
+// insufficient_scope) and stops after MaxStepUps. Other authorizations
+// (a 401) need no bound here: go-sdk authorizes once per request, and
+// Login reconnects only after a step-up.
 type boundedHandler struct {
 	inner  *auth.AuthorizationCodeHandler
 	server string
 
-	mu        sync.Mutex
-	steps     int
-	authorize int
-	stepping  bool // an Authorize for a 403 insufficient_scope is running
+	mu       sync.Mutex
+	steps    int  // step-ups attempted (the bound)
+	granted  int  // step-ups that obtained a token
+	stepping bool // an Authorize for a 403 insufficient_scope is running
 }
 
 // inStepUp reports whether the running Authorize is a step-up (read by
@@ -278,34 +282,29 @@ func (b *boundedHandler) Authorize(ctx context.Context, req *http.Request, resp 
 	if scopeErr {
 		b.steps++
 	}
-	b.authorize++
-	steps, n := b.steps, b.authorize
+	steps := b.steps
+	b.stepping = scopeErr
 	b.mu.Unlock()
 	if scopeErr && steps > MaxStepUps {
 		resp.Body.Close()
 		return fmt.Errorf("%w: server %s still answers 403 insufficient_scope (wants %q) after %d step-ups; check the scopes its authorization server grants and the `scopes` setting",
 			ErrStepUpLimit, b.server, challengeScope(resp.Header), MaxStepUps)
 	}
-	if n > MaxStepUps+2 {
-		resp.Body.Close()
-		return fmt.Errorf("%w: server %s keeps refusing the tokens it was issued (HTTP %d after %d authorizations); check its authorization settings",
-			ErrStepUpLimit, b.server, resp.StatusCode, n-1)
-	}
+	err := b.inner.Authorize(ctx, req, resp)
 	b.mu.Lock()
-	b.stepping = scopeErr
+	b.stepping = false
+	if scopeErr && err == nil {
+		b.granted++
+	}
 	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.stepping = false
-		b.mu.Unlock()
-	}()
-	return b.inner.Authorize(ctx, req, resp)
+	return err
 }
 
+// stepUps is the number of step-ups that obtained a new token.
 func (b *boundedHandler) stepUps() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.steps
+	return b.granted
 }
 
 // challengeError and challengeScope read the Bearer challenge's error
@@ -330,9 +329,17 @@ func bearerParam(h http.Header, name string) string {
 // way StreamableClientTransport does (token on every request; on a 401
 // or 403, Authorize and one retry), for the SSE client, which takes no
 // handler.
+//
+// go-sdk's handler takes the failed request's URL as the resource to
+// look up protected-resource metadata for; an SSE message POST goes to
+// the session's message endpoint (…?sessionid=…), which no metadata
+// names, so the handler would fall back to treating the MCP host as its
+// own authorization server. Authorize is given the request with its URL
+// set to the configured SSE endpoint instead.
 type handlerTransport struct {
-	base http.RoundTripper
-	h    auth.OAuthHandler
+	base     http.RoundTripper
+	h        auth.OAuthHandler
+	endpoint string
 }
 
 func (t *handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -364,6 +371,9 @@ func (t *handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	if req.Body != nil && req.GetBody == nil {
 		return resp, nil // cannot resend
+	}
+	if u, err := url.Parse(t.endpoint); err == nil {
+		r.URL = u
 	}
 	if err := t.h.Authorize(req.Context(), r, resp); err != nil {
 		return nil, err

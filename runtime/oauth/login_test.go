@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,10 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 )
 
 // syncBuffer is a log sink safe for concurrent writes.
@@ -371,5 +375,140 @@ func TestLoginConfiguredScopes(t *testing.T) {
 	}
 	if g.StepUps != 1 || !slices.Contains(g.Scopes, "write") {
 		t.Errorf("grant = %+v, want one step-up that obtained write", g)
+	}
+}
+
+func TestLoginHeadersAndHTTPClient(t *testing.T) {
+	e := newEnv(t)
+	e.as.set(func(a *testAS) { a.omitScope = true })
+	var n atomic.Int32
+	o := e.opts(ClientConfig{})
+	o.Headers = map[string]string{"X-Test": "for-the-mcp-server"}
+	o.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		n.Add(1)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	g, err := Login(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() == 0 {
+		t.Error("LoginOptions.HTTPClient was not used")
+	}
+	e.mcp.mu.Lock()
+	xt := slices.Clone(e.mcp.xtest)
+	e.mcp.mu.Unlock()
+	if len(xt) == 0 || slices.Contains(xt, "") {
+		t.Errorf("the MCP server saw X-Test %q, want it on every request", xt)
+	}
+	e.as.mu.Lock()
+	leaked := e.as.leaked
+	e.as.mu.Unlock()
+	if leaked != 0 {
+		t.Errorf("the server's headers reached the authorization server %d times", leaked)
+	}
+	// Without "scope" in the token response, the requested scopes are
+	// what the entry records.
+	if got := slices.Sorted(slices.Values(g.Scopes)); !slices.Equal(got, []string{"offline_access", "read"}) {
+		t.Errorf("scopes = %v, want the requested ones", g.Scopes)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestLoginSSEStepUp(t *testing.T) {
+	e := newEnv(t)
+	e.mcp.mu.Lock()
+	e.mcp.stepUp = "write"
+	e.mcp.mu.Unlock()
+	o := e.opts(ClientConfig{})
+	o.URL, o.Transport = e.mcp.srv.URL+"/sse", "sse"
+	g, err := Login(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.StepUps != 1 || !slices.Contains(g.Scopes, "write") {
+		t.Errorf("grant = %+v, want one step-up to write over SSE (the POST resent with its body)", g)
+	}
+}
+
+func TestCallbackPages(t *testing.T) {
+	cb, err := listenCallback("hosted", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cb.close()
+	get := func(q string) (int, string) {
+		resp, err := http.Get(redirectURL(cb.port) + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if st, body := get("?code=x&state=y"); st != http.StatusConflict || !strings.Contains(body, "mcpledger login") {
+		t.Errorf("callback while nobody waits = %d %q", st, body)
+	}
+	for _, tc := range []struct {
+		q    string
+		code int
+		page string
+	}{{"?error=access_denied&state=s", http.StatusForbidden, "not completed"}, {"?code=c&state=s", http.StatusOK, "Signed in to hosted"}} {
+		ch := make(chan callbackResult, 1)
+		cb.mu.Lock()
+		cb.waiting = ch
+		cb.mu.Unlock()
+		if st, body := get(tc.q); st != tc.code || !strings.Contains(body, tc.page) {
+			t.Errorf("callback %s = %d %q", tc.q, st, body)
+		}
+		if r := <-ch; r.query.Get("state") != "s" {
+			t.Errorf("callback %s delivered %v", tc.q, r.query)
+		}
+	}
+}
+
+func TestOneLineAndDescribeTokenErr(t *testing.T) {
+	if got := oneLine("a\nb\x7fc\td"); got != "a b c d" {
+		t.Errorf("oneLine = %q", got)
+	}
+	long := strings.Repeat("é", 300)
+	if got := oneLine(long); got != strings.Repeat("é", 200)+"…" {
+		t.Errorf("oneLine of 300 runes has %d runes", len([]rune(got)))
+	}
+	if got := oneLine(strings.Repeat("x", 200)); got != strings.Repeat("x", 200) {
+		t.Errorf("oneLine cut a 200-rune string: %q", got[190:])
+	}
+	re := &oauth2.RetrieveError{Response: &http.Response{StatusCode: 400}, Body: []byte(`{"access_token":"leaked"}`),
+		ErrorCode: "invalid_grant", ErrorDescription: "expired"}
+	if got := describeTokenErr(fmt.Errorf("wrapped: %w", re)); got != "token endpoint refused (HTTP 400): invalid_grant: expired" {
+		t.Errorf("describeTokenErr = %q", got)
+	}
+	if got := describeTokenErr(&oauth2.RetrieveError{}); got != "token endpoint refused" {
+		t.Errorf("describeTokenErr(empty) = %q", got)
+	}
+	if got := describeTokenErr(errors.New("dial tcp: refused")); got != "dial tcp: refused" {
+		t.Errorf("describeTokenErr(other) = %q", got)
+	}
+}
+
+func TestLoginStepUpFailureIsNotRetried(t *testing.T) {
+	e := newEnv(t)
+	e.mcp.mu.Lock()
+	e.mcp.stepUp = "write"
+	e.mcp.mu.Unlock()
+	o := e.opts(ClientConfig{})
+	o.Open = func(u string) error {
+		if e.br.count() == 1 { // the user declines the step-up
+			e.as.set(func(a *testAS) { a.deny = true })
+		}
+		return e.br.open(u)
+	}
+	_, err := Login(context.Background(), o)
+	wantErr(t, err, ErrConsentDenied, "hosted")
+	if n := e.br.count(); n != 2 {
+		t.Errorf("browser opened %d times, want 2 (sign-in, the declined step-up)", n)
 	}
 }

@@ -44,6 +44,7 @@ type testAS struct {
 	preClients   map[string]string // pre-registered client id -> secret ("" public)
 	metaAt       string            // serve metadata only at this path (discovery finds none)
 	rejectTokens bool              // the resource server refuses every access token
+	omitScope    bool              // token responses carry no "scope"
 
 	// state
 	clients   map[string]asClient
@@ -56,6 +57,7 @@ type testAS struct {
 	registers int
 	refreshes int
 	authorize []url.Values // the /authorize queries
+	leaked    int          // requests that carried the MCP server's X-Test header
 }
 
 type asClient struct {
@@ -93,7 +95,14 @@ func newTestAS(t *testing.T) *testAS {
 	mux.HandleFunc("POST /as/token", a.token)
 	mux.HandleFunc("POST /as/register", a.register)
 	mux.HandleFunc("POST /as/revoke", a.revoke)
-	a.srv = httptest.NewServer(mux)
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test") != "" {
+			a.mu.Lock()
+			a.leaked++
+			a.mu.Unlock()
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(a.srv.Close)
 	return a
 }
@@ -197,6 +206,13 @@ func (a *testAS) clientAuth(r *http.Request) (string, bool) {
 		a.secrets = append(a.secrets, secret)
 	}
 	c, ok := a.knownClient(id)
+	// A registered client must use the method it registered with.
+	switch c.method {
+	case "client_secret_basic":
+		ok = ok && basic
+	case "client_secret_post":
+		ok = ok && !basic
+	}
 	return id, ok && c.secret == secret
 }
 
@@ -242,8 +258,12 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 	at, rt := a.secret("at"), a.secret("rt")
 	a.access[at] = asToken{client: client, scopes: scopes, exp: time.Now().Add(a.accessTTL)}
 	a.refresh[rt] = asToken{client: client, scopes: scopes}
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer",
-		"expires_in": int(a.accessTTL / time.Second), "scope": strings.Join(scopes, " ")})
+	resp := map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer",
+		"expires_in": int(a.accessTTL / time.Second), "scope": strings.Join(scopes, " ")}
+	if a.omitScope {
+		delete(resp, "scope")
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (a *testAS) register(w http.ResponseWriter, r *http.Request) {
@@ -319,6 +339,7 @@ type testMCP struct {
 	mu     sync.Mutex
 	stepUp string
 	auths  []string // Authorization headers received, in order
+	xtest  []string // X-Test headers received
 	status []int
 }
 
@@ -356,6 +377,8 @@ func (m *testMCP) record(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		m.auths = append(m.auths, r.Header.Get("Authorization"))
+		m.xtest = append(m.xtest, r.Header.Get("X-Test"))
+		m.xtest = append(m.xtest, r.Header.Get("X-Test"))
 		m.mu.Unlock()
 		sw := &statusWriter{ResponseWriter: w, code: 200}
 		h.ServeHTTP(sw, r)

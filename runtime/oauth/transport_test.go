@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -247,6 +248,21 @@ func TestTransportWithoutEntry(t *testing.T) {
 			t.Error("a 401 without a Bearer challenge caused a refresh")
 		}
 	})
+	t.Run("a body that cannot be resent is not retried", func(t *testing.T) {
+		e := newEnv(t)
+		e.mustLogin()
+		e.as.expireAll()
+		tr := NewTransport(TransportOptions{Server: "hosted", URL: e.mcp.url(), Store: e.store})
+		req, _ := http.NewRequest(http.MethodPost, e.mcp.url(), io.NopCloser(strings.NewReader(`{}`)))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || e.as.nRefreshes() != 0 {
+			t.Errorf("status %d after %d refreshes; want the 401 back, no refresh", resp.StatusCode, e.as.nRefreshes())
+		}
+	})
 	t.Run("challenge without sign-in", func(t *testing.T) {
 		e := newEnv(t)
 		var cb callbacks
@@ -285,7 +301,7 @@ func TestTransportInsufficientScope(t *testing.T) {
 	e.mcp.stepUp = "write"
 	e.mcp.mu.Unlock()
 	err := callEcho(t, e.transport(nil, nil), e.mcp.url())
-	wantErr(t, err, ErrInsufficientScope, "hosted", "write", "mcpledger login hosted")
+	wantErr(t, err, ErrInsufficientScope, "hosted", `(missing "write")`, "mcpledger login hosted")
 	e.noLeak("error", err.Error())
 }
 
