@@ -161,6 +161,11 @@ func TestLoginPreRegistered(t *testing.T) {
 			if err := callEcho(t, NewTransport(TransportOptions{Server: "hosted", URL: e.mcp.url(), Store: e.store}), e.mcp.url()); err != nil {
 				t.Fatalf("call with the refreshed token: %v", err)
 			}
+			// Revocation authenticates with the configured secret.
+			res, err := Logout(context.Background(), e.store, "hosted", e.mcp.url(), LogoutOptions{ClientSecret: tc.secret})
+			if err != nil || !res.Revoked {
+				t.Errorf("logout = %+v, %v; want revoked", res, err)
+			}
 		})
 	}
 }

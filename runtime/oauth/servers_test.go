@@ -45,6 +45,7 @@ type testAS struct {
 	metaAt       string            // serve metadata only at this path (discovery finds none)
 	rejectTokens bool              // the resource server refuses every access token
 	omitScope    bool              // token responses carry no "scope"
+	refreshScope []string          // a refresh grants these scopes (nil: the original ones)
 
 	// state
 	clients   map[string]asClient
@@ -251,6 +252,9 @@ func (a *testAS) token(w http.ResponseWriter, r *http.Request) {
 		}
 		delete(a.refresh, r.PostForm.Get("refresh_token"))
 		scopes = rt.scopes
+		if a.refreshScope != nil {
+			scopes = a.refreshScope
+		}
 	default:
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		return

@@ -111,6 +111,7 @@ func TestTransportCarriesStoredToken(t *testing.T) {
 func TestTransportRefreshesExpiredToken(t *testing.T) {
 	e := newEnv(t)
 	old := e.mustLogin()
+	e.as.set(func(a *testAS) { a.refreshScope = []string{"read"} }) // the refresh drops offline_access
 	var cb callbacks
 	// The clock is past the token's expiry: the transport refreshes
 	// before sending, without a 401.
@@ -131,6 +132,9 @@ func TestTransportRefreshesExpiredToken(t *testing.T) {
 	}
 	if hs := e.mcp.authHeaders(); hs[len(hs)-1] != "Bearer "+now.AccessToken {
 		t.Error("the request did not carry the refreshed token")
+	}
+	if !slices.Equal(now.Scopes, []string{"read"}) {
+		t.Errorf("stored scopes after refresh = %v, want the refreshed grant's", now.Scopes)
 	}
 	if !cb.refreshed[0].Equal(now.Expiry) {
 		t.Errorf("OnRefreshed expiry %v, stored %v", cb.refreshed[0], now.Expiry)
