@@ -46,7 +46,7 @@ func loginHint(name string) string { return "run `mcpledger login " + name + "`"
 // needsAuthError wraps ErrNeedsAuth with the server name, the reason and
 // the command to run.
 func needsAuthError(name, reason string) error {
-	return fmt.Errorf("%w: server %s needs sign-in (%s): %s", ErrNeedsAuth, name, reason, loginHint(name))
+	return fmt.Errorf("%w: server %s (%s): %s", ErrNeedsAuth, name, reason, loginHint(name))
 }
 
 // describeTokenErr renders an error from a token endpoint without the

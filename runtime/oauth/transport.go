@@ -294,7 +294,7 @@ func (t *Transport) refreshLocked(ctx context.Context, why string) (tok string, 
 		t.log.Warn("oauth: refresh failed", "server", t.o.Server, "error", desc)
 		ferr := fmt.Errorf("oauth: server %s: refresh failed: %s", t.o.Server, desc)
 		reason := "refresh failed: " + desc
-		return "", nil, &needsAuthErr{reason: reason, refreshErr: ferr, err: fmt.Errorf("%w: server %s needs sign-in (%s): %s", ErrNeedsAuth, t.o.Server, reason, loginHint(t.o.Server))}
+		return "", nil, &needsAuthErr{reason: reason, refreshErr: ferr, err: needsAuthError(t.o.Server, reason)}
 	}
 	e.AccessToken = nt.AccessToken
 	if nt.RefreshToken != "" {
