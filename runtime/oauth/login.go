@@ -189,14 +189,41 @@ func Login(ctx context.Context, o LoginOptions) (Grant, error) {
 
 // loginError names the server and what to do around a failure that
 // came back through go-sdk's client (which may have wrapped it twice).
+// Our own errors (consent denied, state mismatch, step-up limit) already
+// say both, so they are returned without go-sdk's layers around them.
 func loginError(server string, err error) error {
 	for _, s := range []error{ErrConsentDenied, ErrStateMismatch, ErrStepUpLimit} {
 		if errors.Is(err, s) {
+			if own := ownError(err, s); own != nil {
+				return own
+			}
 			return fmt.Errorf("oauth: sign-in to server %s failed: %w", server, err)
 		}
 	}
 	return fmt.Errorf("oauth: sign-in to server %s failed: %w; check that the server and its authorization server are reachable and the server's `oauth` settings, then run `mcpledger login %s` again",
 		server, err, server)
+}
+
+// ownError finds, in err's chain, the error this package made around
+// sentinel ("SENTINEL: server …").
+func ownError(err, sentinel error) error {
+	if err == nil {
+		return nil
+	}
+	if strings.HasPrefix(err.Error(), sentinel.Error()+": server ") {
+		return err
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return ownError(u.Unwrap(), sentinel)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if own := ownError(e, sentinel); own != nil {
+				return own
+			}
+		}
+	}
+	return nil
 }
 
 // issuerGuess is the authorization server's origin, when no metadata

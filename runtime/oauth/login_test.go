@@ -228,8 +228,8 @@ func TestLoginStepUpBounded(t *testing.T) {
 	e.mcp.mu.Unlock()
 	e.as.set(func(a *testAS) { a.grantable = []string{"read", "write", "offline_access"} }) // never admin
 	_, err := e.login(ClientConfig{})
-	if !errors.Is(err, ErrStepUpLimit) {
-		t.Fatalf("err = %v, want ErrStepUpLimit", err)
+	if !errors.Is(err, ErrStepUpLimit) || !strings.HasPrefix(err.Error(), "oauth: step-up limit reached: server hosted ") {
+		t.Fatalf("err = %v, want ErrStepUpLimit, without go-sdk's layers", err)
 	}
 	if n := e.br.count(); n != 1+MaxStepUps {
 		t.Errorf("browser opened %d times, want %d (sign-in + %d step-ups)", n, 1+MaxStepUps, MaxStepUps)
@@ -248,6 +248,9 @@ func TestLoginBadInput(t *testing.T) {
 		e.as.set(func(a *testAS) { a.deny = true })
 		_, err := e.login(ClientConfig{})
 		wantErr(t, err, ErrConsentDenied, "hosted", "mcpledger login hosted")
+		if want := "oauth: consent denied: server hosted: "; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("error %q does not start with %q (go-sdk's layers kept)", err, want)
+		}
 	})
 	t.Run("state mismatch", func(t *testing.T) {
 		e := newEnv(t)
