@@ -35,7 +35,12 @@ type TransportOptions struct {
 	OnNeedsAuth     func(reason string)
 	OnRefreshed     func(expiry time.Time, scopes []string)
 	OnRefreshFailed func(err error)
-	Logger          *slog.Logger // nil: silent
+	// OnSecrets receives the secret values (Entry.Secrets) of each entry
+	// the Transport loads or refreshes, for the caller's redactor. It is
+	// called under the Transport's lock: it must return quickly and must
+	// not use the Transport.
+	OnSecrets func(secrets []string)
+	Logger    *slog.Logger // nil: silent
 }
 
 // Transport is the non-interactive OAuth side of a runtime connection,
@@ -264,9 +269,16 @@ func (t *Transport) loadLocked() error {
 		return fmt.Errorf("oauth: server %s: %w", t.o.Server, err)
 	default:
 		t.entry = &e
+		t.secretsLocked()
 	}
 	t.loaded = true
 	return nil
+}
+
+func (t *Transport) secretsLocked() {
+	if t.o.OnSecrets != nil && t.entry != nil {
+		t.o.OnSecrets(t.entry.Secrets())
+	}
 }
 
 func (t *Transport) expiredLocked() bool {
@@ -313,6 +325,7 @@ func (t *Transport) refreshLocked(ctx context.Context, why string) (tok string, 
 		t.log.Warn("oauth: refreshed token not stored", "server", t.o.Server, "error", err.Error())
 	}
 	t.entry = &e
+	t.secretsLocked()
 	t.log.Info("oauth: token refreshed", "server", t.o.Server, "expiry", e.Expiry)
 	notify = func() {}
 	if cb := t.o.OnRefreshed; cb != nil {

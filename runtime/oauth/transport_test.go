@@ -63,12 +63,14 @@ type callbacks struct {
 	needs     []string
 	refreshed []time.Time
 	failed    []error
+	secrets   []string
 }
 
 func (c *callbacks) set(o *TransportOptions) {
 	o.OnNeedsAuth = func(r string) { c.mu.Lock(); c.needs = append(c.needs, r); c.mu.Unlock() }
 	o.OnRefreshed = func(exp time.Time, _ []string) { c.mu.Lock(); c.refreshed = append(c.refreshed, exp); c.mu.Unlock() }
 	o.OnRefreshFailed = func(err error) { c.mu.Lock(); c.failed = append(c.failed, err); c.mu.Unlock() }
+	o.OnSecrets = func(s []string) { c.mu.Lock(); c.secrets = append(c.secrets, s...); c.mu.Unlock() }
 }
 
 func (e *env) transport(cb *callbacks, now func() time.Time) *Transport {
@@ -132,6 +134,12 @@ func TestTransportRefreshesExpiredToken(t *testing.T) {
 	}
 	if hs := e.mcp.authHeaders(); hs[len(hs)-1] != "Bearer "+now.AccessToken {
 		t.Error("the request did not carry the refreshed token")
+	}
+	// The redactor learns the stored and the refreshed secrets.
+	for _, sec := range append(old.Secrets(), now.AccessToken, now.RefreshToken) {
+		if !slices.Contains(cb.secrets, sec) {
+			t.Errorf("OnSecrets never received the secret %.6s…", sec)
+		}
 	}
 	if !slices.Equal(now.Scopes, []string{"read"}) {
 		t.Errorf("stored scopes after refresh = %v, want the refreshed grant's", now.Scopes)
