@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"fsm":         {"events", "github.com/looplab/fsm"},
 	"store":       {"events", "go.etcd.io/bbolt", "github.com/google/uuid"},
 	"projections": {"events"},
-	"runtime": {"events", "fsm", "projections", "runtime/config", "runtime/guard", "runtime/internal",
+	"runtime": {"events", "fsm", "projections", "runtime/config", "runtime/guard", "runtime/internal", "runtime/oauth",
 		"github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid", "golang.org/x/sys"},
 	// config: sources, precedence, parsing, expansion, watching; it
 	// redacts what it journals with guard, and knows nothing of the Manager.
@@ -41,10 +41,12 @@ var allowed = map[string][]string{
 	// control: the control socket, over runtime's exported API.
 	"runtime/control": {"events", "projections", "runtime", "github.com/google/uuid"},
 	// gateway: `mcpledger serve`, over runtime's exported API; only cmd
-	// imports it.
+	// imports it. oauth: sign-in, token store, refresh and revoke for
+	// remote servers; it journals nothing and knows nothing of the Manager.
 	"runtime/gateway":     {"events", "projections", "runtime", "runtime/guard", "github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid"},
 	"runtime/guard":       {"events", "runtime/internal", "github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go"},
 	"runtime/internal":    {},
+	"runtime/oauth":       {"github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
 	"runtime/runtimetest": {"*"}, // test servers and helpers
 	"replay":              {"events", "fsm", "projections", "github.com/google/uuid"},
 	"cmd":                 {"*"},
@@ -164,6 +166,10 @@ func TestImportTableRules(t *testing.T) {
 		{"runtime/internal", module + "/events", false},
 		{"fsm", module + "/runtime", false},
 		{"cmd", module + "/runtime/guard", true},
+		{"runtime", module + "/runtime/oauth", true},
+		{"runtime/oauth", module + "/runtime", false},
+		{"runtime/oauth", module + "/events", false},
+		{"runtime/oauth", "golang.org/x/oauth2", true},
 	} {
 		if got := permitted(c.unit, c.imp); got != c.ok {
 			t.Errorf("permitted(%q, %q) = %v, want %v", c.unit, c.imp, got, c.ok)
