@@ -276,11 +276,14 @@ type PromptsListed struct {
 }
 
 // PingFailed records a failed health ping; Consecutive counts failures in a
-// row, as observed by the runtime.
+// row, as observed by the runtime. Class is set when the failure has one
+// the decider acts on at once (ErrAuth: the server wants a sign-in);
+// empty for a plain failure, which counts toward the streak.
 type PingFailed struct {
-	Attempt     int    `msgpack:"attempt" json:"attempt"`
-	Consecutive int    `msgpack:"consecutive" json:"consecutive"`
-	Error       string `msgpack:"error,omitempty" json:"error,omitempty"`
+	Attempt     int        `msgpack:"attempt" json:"attempt"`
+	Consecutive int        `msgpack:"consecutive" json:"consecutive"`
+	Error       string     `msgpack:"error,omitempty" json:"error,omitempty"`
+	Class       ErrorClass `msgpack:"class,omitempty" json:"class,omitempty"`
 }
 
 // ProcessExited records a stdio server's process ending. Exactly one of
