@@ -25,7 +25,9 @@ func sample() []Event {
 		Command: "npx", Args: []string{"-y", "gh-mcp"}, Env: RedactKVs([]KV{{"Z", "1"}, {"GITHUB_TOKEN", "ghp_secret"}}),
 		Headers: RedactKVs([]KV{{"Authorization", "Bearer x"}}), TimeoutMs: 5000, IncludeTools: []string{"read*"},
 		Gated: true, Approval: ApprovalFact{Decision: DecisionApprove, Hash: "sha256:ab", By: "alice", At: 7, Changed: []string{"args"}, ToolHashes: []KV{{"t", "h"}}},
-		RecentLaunches: []int64{1, 2, 3}, RecentCrashes: []int64{2, 3}}
+		RecentLaunches: []int64{1, 2, 3}, RecentCrashes: []int64{2, 3},
+		OAuth: &OAuthConfig{ClientID: "app", ClientSecret: HashValue("s"), CallbackPort: 8080, Scopes: []string{"repo"},
+			AuthServerMetadataURL: "https://a.example.com/m", ClientMetadataURL: "https://c.example.com/c.json"}}
 	cfg.Hash = ConfigHash(&cfg)
 	tool := Tool{Name: "search", Description: "Search issues", InputSchema: `{"type":"object"}`,
 		Annotations: ToolAnnotations{ReadOnly: bp(true), Idempotent: bp(false)}, DefHash: ToolDefHash("search", "Search issues", `{"type":"object"}`)}

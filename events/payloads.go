@@ -75,6 +75,9 @@ type ServerConfig struct {
 	ProtocolVersion string    `msgpack:"protocol_version,omitempty" json:"protocol_version,omitempty"`
 	IncludeTools    []string  `msgpack:"include_tools,omitempty" json:"include_tools,omitempty"`
 	ExcludeTools    []string  `msgpack:"exclude_tools,omitempty" json:"exclude_tools,omitempty"`
+	// OAuth is a remote server's "oauth" object (nil when absent or empty),
+	// its client secret replaced by a digest.
+	OAuth *OAuthConfig `msgpack:"oauth,omitempty" json:"oauth,omitempty"`
 	// Hash is ConfigHash of this config: what approvals bind to.
 	Hash string `msgpack:"hash" json:"hash"`
 	// Invalid is non-empty when the entry could not be used; it says why.

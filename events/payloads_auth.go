@@ -9,6 +9,29 @@ package events
 // the token store outside the journal; what is journaled is who issued
 // them, for which resource and scopes, and until when.
 
+// OAuthConfig is a remote server's "oauth" config object as written
+// (runtime/config reads it), journaled inside [ServerConfig]: ClientSecret
+// holds the [HashValue] digest of the secret as written, never the secret.
+// It is part of the config hash: approvals bind to the client a server
+// signs in with.
+type OAuthConfig struct {
+	ClientID     string `msgpack:"client_id,omitempty" json:"client_id,omitempty"`
+	ClientSecret string `msgpack:"client_secret,omitempty" json:"client_secret,omitempty"` // a digest
+	// CallbackPort is the loopback port of the redirect URI
+	// http://localhost:PORT/callback (0: any free port).
+	CallbackPort          int      `msgpack:"callback_port,omitempty" json:"callback_port,omitempty"`
+	Scopes                []string `msgpack:"scopes,omitempty" json:"scopes,omitempty"`
+	AuthServerMetadataURL string   `msgpack:"auth_server_metadata_url,omitempty" json:"auth_server_metadata_url,omitempty"`
+	ClientMetadataURL     string   `msgpack:"client_metadata_url,omitempty" json:"client_metadata_url,omitempty"`
+}
+
+// IsZero reports whether o is nil or sets nothing: the same config as no
+// "oauth" object.
+func (o *OAuthConfig) IsZero() bool {
+	return o == nil || o.ClientID == "" && o.ClientSecret == "" && o.CallbackPort == 0 && len(o.Scopes) == 0 &&
+		o.AuthServerMetadataURL == "" && o.ClientMetadataURL == ""
+}
+
 // How the client identified itself to the authorization server
 // (AuthSignedIn.ClientKind).
 const (
