@@ -553,10 +553,11 @@ func (d *decider) reconnect(p *events.ReconnectRequested) error {
 }
 
 // signedIn relaunches a server that failed for want of a sign-in, as an
-// explicit reconnect does (its crashes before it no longer count: see
-// Evolve). A sign-in for any other server (running, failed for another
-// reason, unknown, or in a session that read no config: an offline
-// `mcpledger login`) is a fact for the projections.
+// explicit reconnect does: by trigger reconnect, whose transition forgets
+// the crashes before it (the storm breaker cannot hold it: nothing since
+// its last launch was a crash). A sign-in for any other server (running,
+// failed for another reason, unknown, or in a session that read no
+// config: an offline `mcpledger login`) is a fact for the projections.
 func (d *decider) signedIn() error {
 	name := d.in.Server
 	srv, ok := d.prev.get(name)

@@ -289,13 +289,6 @@ func Evolve(s State, e events.Event) State {
 		}
 	case *events.ReconnectRequested:
 		s = evolveReconnect(s, e, p)
-	case *events.AuthSignedIn:
-		// A sign-in relaunches a server that needed one, as an explicit
-		// reconnect does: the crashes before it no longer count.
-		if srv, ok := s.get(e.Server); ok && needsAuth(srv) {
-			srv.Crashes, srv.Reconnected = nil, e.Time
-			s.put(e.Server, srv)
-		}
 	}
 	return s
 }
