@@ -31,6 +31,7 @@ func TestConfigOAuth(t *testing.T) {
 		`"plain": {"url": "https://h/mcp"}`,
 		`"empty": {"url": "https://h/mcp", "oauth": {}}`,
 		`"nulled": {"url": "https://h/mcp", "oauth": null}`,
+		`"keyed": {"url": "https://h/mcp", "oauth": {"authServerMetadataUrl": "https://auth.example.com/m?api_key=url-S3CRET-value"}}`,
 	))
 	lc := Load(Sources{Workspace: ws, UserDir: user, LookupEnv: envMap{"PROC_CS": "cs-S3CRET-value"}.lookup})
 	for _, s := range lc.Observed.Servers {
@@ -94,9 +95,19 @@ func TestConfigOAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	for what, b := range map[string][]byte{"json": js, "msgpack": mp, "warnings": []byte(strings.Join(lc.Warnings, "\n"))} {
-		if bytes.Contains(b, []byte("cs-S3CRET-value")) {
-			t.Errorf("%s holds the client secret", what)
+		for _, secret := range []string{"cs-S3CRET-value", "url-S3CRET-value"} {
+			if bytes.Contains(b, []byte(secret)) {
+				t.Errorf("%s holds secret %q", what, secret)
+			}
 		}
+	}
+	// A credential in a metadata URL is redacted in the journal, kept for
+	// what runs.
+	if got := lc.Specs["keyed"].OAuth.AuthServerMetadataURL; got != "https://auth.example.com/m?api_key=url-S3CRET-value" {
+		t.Errorf("keyed: resolved metadata URL %q", got)
+	}
+	if got := server(t, lc, "keyed").OAuth.AuthServerMetadataURL; !strings.HasPrefix(got, "https://auth.example.com/m?api_key=") {
+		t.Errorf("keyed: journaled metadata URL %q", got)
 	}
 }
 
