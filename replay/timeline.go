@@ -562,15 +562,13 @@ func tlAuth(p events.Payload) (text, title string) {
 		return "fail", fmt.Sprintf("authorization failed (%s)%s: %s", p.Phase, tlPrefix(" at ", p.Issuer), tlClip(p.Error, 300))
 	case *events.AuthSignedOut:
 		t := "signed out" + tlPrefix(" of ", p.Issuer)
-		switch {
-		case p.Revoked:
-			t += " · tokens revoked"
-		case p.RevokeError != "":
-			t += " · revocation failed: " + tlClip(p.RevokeError, 300)
-		default:
-			t += " · tokens deleted (not revoked)"
+		if p.Revoked {
+			return "out", t + " · tokens revoked"
 		}
-		return "out", t
+		if p.RevokeError != "" {
+			return "out", t + " · revocation failed: " + tlClip(p.RevokeError, 300)
+		}
+		return "out", t + " · tokens deleted (not revoked)"
 	}
 	return "", ""
 }
