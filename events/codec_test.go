@@ -25,7 +25,9 @@ func sample() []Event {
 		Command: "npx", Args: []string{"-y", "gh-mcp"}, Env: RedactKVs([]KV{{"Z", "1"}, {"GITHUB_TOKEN", "ghp_secret"}}),
 		Headers: RedactKVs([]KV{{"Authorization", "Bearer x"}}), TimeoutMs: 5000, IncludeTools: []string{"read*"},
 		Gated: true, Approval: ApprovalFact{Decision: DecisionApprove, Hash: "sha256:ab", By: "alice", At: 7, Changed: []string{"args"}, ToolHashes: []KV{{"t", "h"}}},
-		RecentLaunches: []int64{1, 2, 3}, RecentCrashes: []int64{2, 3}}
+		RecentLaunches: []int64{1, 2, 3}, RecentCrashes: []int64{2, 3},
+		OAuth: &OAuthConfig{ClientID: "app", ClientSecret: HashValue("s"), CallbackPort: 8080, Scopes: []string{"repo"},
+			AuthServerMetadataURL: "https://a.example.com/m", ClientMetadataURL: "https://c.example.com/c.json"}}
 	cfg.Hash = ConfigHash(&cfg)
 	tool := Tool{Name: "search", Description: "Search issues", InputSchema: `{"type":"object"}`,
 		Annotations: ToolAnnotations{ReadOnly: bp(true), Idempotent: bp(false)}, DefHash: ToolDefHash("search", "Search issues", `{"type":"object"}`)}
@@ -45,7 +47,7 @@ func sample() []Event {
 		&ToolsListed{Attempt: 1, Trigger: "initial", Tools: []Tool{tool}},
 		&ResourcesListed{Attempt: 1, Resources: []Resource{{URI: "file:///a", Name: "a"}}, Templates: []ResourceTemplate{{URITemplate: "file:///{p}"}}, Error: "x"},
 		&PromptsListed{Attempt: 1, Prompts: []Prompt{{Name: "p", Arguments: []PromptArgument{{Name: "a", Required: true}}}}},
-		&PingFailed{Attempt: 1, Consecutive: 2, Error: "timeout"},
+		&PingFailed{Attempt: 1, Consecutive: 2, Error: "timeout", Class: ErrAuth},
 		&ProcessExited{Attempt: 1, PID: 100, ExitCode: -1, Signal: "killed", StderrTail: []string{"a", "b"}, Expected: true},
 		&TransportClosed{Attempt: 1, Error: ClassifiedError{Class: ErrTransportClosed, Message: "EOF"}},
 		&TimerFired{TimerID: 3, Purpose: TimerBackoff, Attempt: 2},
@@ -66,6 +68,11 @@ func sample() []Event {
 			Sessions: []ArchivedSession{{Session: "0190f5a2-7d3c-7a10-8000-000000000000", Events: 99, Head: "cd34"}}},
 		&JournalResumed{Since: 1_700_000_000_000_000_000, Until: 1_700_000_001_000_000_000, Error: "write journal.db: no space left on device",
 			Attempts: 7, Backlog: 3, Coalesced: 4, Dropped: 1, LostRelaxed: 2},
+		&AuthSignedIn{Issuer: "https://auth.example.com", Resource: "https://mcp.example.com/mcp", Scopes: []string{"read", "write"},
+			ClientKind: ClientMetadataDocument, ExpiresAt: 1_700_000_360_000_000_000, StepUp: true},
+		&AuthRefreshed{Issuer: "https://auth.example.com", Scopes: []string{"read"}, ExpiresAt: 1_700_000_720_000_000_000},
+		&AuthFailed{Phase: AuthPhaseExchange, Issuer: "https://auth.example.com", Error: "invalid_grant: the code expired"},
+		&AuthSignedOut{Issuer: "https://auth.example.com", Revoked: false, RevokeError: "revocation endpoint answered 503"},
 	}
 	sid := uuid.MustParse("0190f5a2-7d3c-7a10-8000-000000000001")
 	out := make([]Event, len(ps))
@@ -99,7 +106,7 @@ func TestEveryKindHasSample(t *testing.T) {
 			inputs++
 		}
 	}
-	if inputs != 23 || len(Kinds())-inputs != 8 {
+	if inputs != 27 || len(Kinds())-inputs != 8 {
 		t.Errorf("inputs=%d decisions=%d", inputs, len(Kinds())-inputs)
 	}
 }

@@ -65,11 +65,40 @@ type hashedFields struct {
 	Cwd     string    `json:"cwd"`
 	URL     string    `json:"url"`
 	Headers []KV      `json:"headers"`
+	// OAuth is omitted when the server has none, so the hash of every
+	// config without one is what it was before "oauth" existed.
+	OAuth *hashedOAuth `json:"oauth,omitempty"`
+}
+
+// hashedOAuth is the canonical encoding of an "oauth" object: every field,
+// the client secret as its digest, scopes in the order written.
+type hashedOAuth struct {
+	ClientID              string   `json:"client_id"`
+	ClientSecret          string   `json:"client_secret"`
+	CallbackPort          int      `json:"callback_port"`
+	Scopes                []string `json:"scopes"`
+	AuthServerMetadataURL string   `json:"auth_server_metadata_url"`
+	ClientMetadataURL     string   `json:"client_metadata_url"`
+}
+
+func canonicalOAuth(o *OAuthConfig) *hashedOAuth {
+	if o.IsZero() {
+		return nil
+	}
+	h := &hashedOAuth{ClientID: o.ClientID, ClientSecret: o.ClientSecret, CallbackPort: o.CallbackPort, Scopes: o.Scopes,
+		AuthServerMetadataURL: o.AuthServerMetadataURL, ClientMetadataURL: o.ClientMetadataURL}
+	if h.ClientSecret != "" && !IsHashedValue(h.ClientSecret) {
+		h.ClientSecret = HashValue(h.ClientSecret)
+	}
+	if h.Scopes == nil {
+		h.Scopes = []string{}
+	}
+	return h
 }
 
 func canonical(c *ServerConfig) hashedFields {
 	f := hashedFields{Type: c.Transport, Command: c.Command, Args: c.Args, Env: RedactKVs(c.Env),
-		Cwd: c.Cwd, URL: c.URL, Headers: RedactKVs(c.Headers)}
+		Cwd: c.Cwd, URL: c.URL, Headers: RedactKVs(c.Headers), OAuth: canonicalOAuth(c.OAuth)}
 	if f.Args == nil {
 		f.Args = []string{}
 	}
@@ -83,10 +112,12 @@ func canonical(c *ServerConfig) hashedFields {
 }
 
 // ConfigHash returns the canonical config hash of c: SHA-256 over a
-// canonical encoding of type, command, args, env, cwd, url and headers, as
-// "sha256:" and 64 hex digits. Approvals bind to it. Env and header values
-// count by their digest, so c may be raw or already redacted: both hash the
-// same. Order of env and header keys does not matter; order of args does.
+// canonical encoding of type, command, args, env, cwd, url, headers and
+// (when set) the oauth object, as "sha256:" and 64 hex digits. Approvals
+// bind to it. Env and header values and the OAuth client secret count by
+// their digest, so c may be raw or already redacted: both hash the same.
+// Order of env and header keys does not matter; order of args (and of
+// scopes) does.
 func ConfigHash(c *ServerConfig) string {
 	b, _ := json.Marshal(canonical(c)) // cannot fail: strings and slices only
 	s := sha256.Sum256(b)
@@ -107,7 +138,10 @@ func Fingerprint(c *ServerConfig) string {
 }
 
 // ChangedFields names the hashed fields that differ between a and b, in the
-// canonical order: type, command, args, env:KEY, cwd, url, headers:KEY.
+// canonical order: type, command, args, env:KEY, cwd, url, headers:KEY,
+// then oauth.FIELD (FIELD as the config spells it: clientId,
+// clientSecret, callbackPort, scopes, authServerMetadataUrl,
+// clientMetadataUrl).
 func ChangedFields(a, b *ServerConfig) []string {
 	ca, cb := canonical(a), canonical(b)
 	var out []string
@@ -128,6 +162,35 @@ func ChangedFields(a, b *ServerConfig) []string {
 		out = append(out, "url")
 	}
 	out = append(out, diffKVs("headers", ca.Headers, cb.Headers)...)
+	return append(out, diffOAuth(ca.OAuth, cb.OAuth)...)
+}
+
+// diffOAuth names the fields of two canonical oauth objects that differ
+// (an absent object is one with every field empty).
+func diffOAuth(a, b *hashedOAuth) []string {
+	var za, zb hashedOAuth
+	if a == nil {
+		a = &za
+	}
+	if b == nil {
+		b = &zb
+	}
+	var out []string
+	for _, f := range []struct {
+		name string
+		same bool
+	}{
+		{"oauth.clientId", a.ClientID == b.ClientID},
+		{"oauth.clientSecret", a.ClientSecret == b.ClientSecret},
+		{"oauth.callbackPort", a.CallbackPort == b.CallbackPort},
+		{"oauth.scopes", slices.Equal(a.Scopes, b.Scopes)},
+		{"oauth.authServerMetadataUrl", a.AuthServerMetadataURL == b.AuthServerMetadataURL},
+		{"oauth.clientMetadataUrl", a.ClientMetadataURL == b.ClientMetadataURL},
+	} {
+		if !f.same {
+			out = append(out, f.name)
+		}
+	}
 	return out
 }
 

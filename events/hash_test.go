@@ -45,8 +45,11 @@ func TestConfigHashCanonical(t *testing.T) {
 	}
 	// Every field of ServerConfig is set in n or by a hashed-field case
 	// below: a new field must be placed on one side or the other.
-	if got := reflect.TypeFor[ServerConfig]().NumField(); got != 21 {
-		t.Errorf("ServerConfig has %d fields, this test knows 21: is the new one hashed?", got)
+	if got := reflect.TypeFor[ServerConfig]().NumField(); got != 22 {
+		t.Errorf("ServerConfig has %d fields, this test knows 22: is the new one hashed?", got)
+	}
+	if got := reflect.TypeFor[OAuthConfig]().NumField(); got != 6 {
+		t.Errorf("OAuthConfig has %d fields, this test knows 6: is the new one hashed?", got)
 	}
 	// Header order does not matter either.
 	hd1, hd2 := base(), base()
@@ -65,6 +68,16 @@ func TestConfigHashCanonical(t *testing.T) {
 		"cwd":                   func(c *ServerConfig) { c.Cwd = "/x" },
 		"url":                   func(c *ServerConfig) { c.URL = "http://127.0.0.1/mcp" },
 		"headers:Authorization": func(c *ServerConfig) { c.Headers = []KV{{"Authorization", "Bearer t"}} },
+		"oauth.clientId":        func(c *ServerConfig) { c.OAuth = &OAuthConfig{ClientID: "app"} },
+		"oauth.clientSecret":    func(c *ServerConfig) { c.OAuth = &OAuthConfig{ClientSecret: "s3cr3t"} },
+		"oauth.callbackPort":    func(c *ServerConfig) { c.OAuth = &OAuthConfig{CallbackPort: 8080} },
+		"oauth.scopes":          func(c *ServerConfig) { c.OAuth = &OAuthConfig{Scopes: []string{"read"}} },
+		"oauth.authServerMetadataUrl": func(c *ServerConfig) {
+			c.OAuth = &OAuthConfig{AuthServerMetadataURL: "https://auth.example.com/.well-known/oauth-authorization-server"}
+		},
+		"oauth.clientMetadataUrl": func(c *ServerConfig) {
+			c.OAuth = &OAuthConfig{ClientMetadataURL: "https://app.example.com/client.json"}
+		},
 	}
 	for field, mut := range muts {
 		c := base()
@@ -77,6 +90,42 @@ func TestConfigHashCanonical(t *testing.T) {
 		if got := ChangedFields(&a, &c); !slices.Equal(got, []string{field}) {
 			t.Errorf("%s: ChangedFields = %v", field, got)
 		}
+	}
+	// Within an oauth object, each field counts on its own.
+	full := func() *OAuthConfig {
+		return &OAuthConfig{ClientID: "app", ClientSecret: "s3cr3t", CallbackPort: 8080, Scopes: []string{"read", "write"},
+			AuthServerMetadataURL: "https://a.example.com/m", ClientMetadataURL: "https://c.example.com/c.json"}
+	}
+	for field, mut := range map[string]func(*OAuthConfig){
+		"oauth.clientId":              func(o *OAuthConfig) { o.ClientID = "app2" },
+		"oauth.clientSecret":          func(o *OAuthConfig) { o.ClientSecret = "other" },
+		"oauth.callbackPort":          func(o *OAuthConfig) { o.CallbackPort = 8081 },
+		"oauth.scopes":                func(o *OAuthConfig) { o.Scopes = []string{"write", "read"} },
+		"oauth.authServerMetadataUrl": func(o *OAuthConfig) { o.AuthServerMetadataURL = "https://a.example.com/n" },
+		"oauth.clientMetadataUrl":     func(o *OAuthConfig) { o.ClientMetadataURL = "https://c.example.com/d.json" },
+	} {
+		a, c := base(), base()
+		a.OAuth, c.OAuth = full(), full()
+		mut(c.OAuth)
+		if ConfigHash(&a) == ConfigHash(&c) {
+			t.Errorf("%s (in a full oauth object): hash unchanged", field)
+		}
+		if got := ChangedFields(&a, &c); !slices.Equal(got, []string{field}) {
+			t.Errorf("%s (in a full oauth object): ChangedFields = %v", field, got)
+		}
+	}
+	// The client secret counts by its digest, raw or redacted; an empty
+	// oauth object is no oauth object.
+	raw, red := base(), base()
+	raw.OAuth, red.OAuth = full(), full()
+	red.OAuth.ClientSecret = HashValue("s3cr3t")
+	if ConfigHash(&raw) != ConfigHash(&red) || len(ChangedFields(&raw, &red)) != 0 {
+		t.Error("a raw and a redacted client secret hash differently")
+	}
+	empty, absent := base(), base()
+	empty.OAuth = &OAuthConfig{Scopes: []string{}}
+	if ConfigHash(&empty) != ConfigHash(&absent) || ConfigHash(&empty) != h || len(ChangedFields(&empty, &absent)) != 0 {
+		t.Error("an empty oauth object changed the hash")
 	}
 	// Absent and empty collections are the same config.
 	e1 := ServerConfig{Transport: TransportHTTP, URL: "u"}
@@ -101,6 +150,11 @@ func TestFingerprint(t *testing.T) {
 	b.Cwd = "/elsewhere"
 	if Fingerprint(&a) == Fingerprint(&b) {
 		t.Error("a hashed field does not change the fingerprint")
+	}
+	b = base()
+	b.OAuth = &OAuthConfig{Scopes: []string{"read"}}
+	if Fingerprint(&a) == Fingerprint(&b) {
+		t.Error("an oauth object does not change the fingerprint")
 	}
 	b = base()
 	b.IncludeTools = []string{"x"}
@@ -159,6 +213,11 @@ func TestConfigHashGolden(t *testing.T) {
 			Headers: []KV{{"Authorization", "Bearer tok"}}},
 			`{"type":"http","command":"","args":[],"env":[],"cwd":"","url":"https://mcp.example.com/mcp","headers":[{"key":"Authorization","value":"sha256:72319f785566bc35"}]}`,
 			"sha256:620a0c19ded798515cf0c1014f35d41b1b1ced7d4ab2fba54700e00efead9d1e"},
+		{"http with oauth", ServerConfig{Name: "remote", Transport: TransportHTTP, URL: "https://mcp.example.com/mcp",
+			OAuth: &OAuthConfig{ClientID: "app", ClientSecret: "s3cr3t", CallbackPort: 8080, Scopes: []string{"read", "write"},
+				AuthServerMetadataURL: "https://auth.example.com/.well-known/oauth-authorization-server"}},
+			`{"type":"http","command":"","args":[],"env":[],"cwd":"","url":"https://mcp.example.com/mcp","headers":[],"oauth":{"client_id":"app","client_secret":"sha256:4e738ca5563c06cf","callback_port":8080,"scopes":["read","write"],"auth_server_metadata_url":"https://auth.example.com/.well-known/oauth-authorization-server","client_metadata_url":""}}`,
+			"sha256:0c0e6cd2c2d9a39dea04b87dcc6f44554ad6b7db8910f4ef63934abeb3fdb723"},
 	} {
 		b, err := json.Marshal(canonical(&tt.cfg))
 		if err != nil {

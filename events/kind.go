@@ -40,6 +40,13 @@ const (
 	// full, an I/O error) and accepts them again; the outage's first
 	// record after the gap.
 	KindJournalResumed Kind = "journal.resumed"
+	// KindAuthSignedIn, KindAuthRefreshed, KindAuthFailed and
+	// KindAuthSignedOut: a remote server's OAuth sign-in (or step-up),
+	// token refresh, failure and sign-out (see payloads_auth.go).
+	KindAuthSignedIn  Kind = "auth.signed_in"
+	KindAuthRefreshed Kind = "auth.refreshed"
+	KindAuthFailed    Kind = "auth.failed"
+	KindAuthSignedOut Kind = "auth.signed_out"
 )
 
 // Decisions: what fsm.Decide concluded from an input.
@@ -63,6 +70,7 @@ func Kinds() []Kind {
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
 		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped,
 		KindJournalArchived, KindJournalResumed,
+		KindAuthSignedIn, KindAuthRefreshed, KindAuthFailed, KindAuthSignedOut,
 		KindSessionStopped, KindReloadDecided, KindAdmissionDecided, KindServerTransitioned,
 		KindTimerScheduled, KindApprovalRequested, KindToolsPinned, KindToolsChanged,
 	}
@@ -78,7 +86,8 @@ func (k Kind) IsInput() bool {
 		KindHandshakeCompleted, KindToolsListed, KindResourcesListed, KindPromptsListed,
 		KindPingFailed, KindProcessExited, KindTransportClosed, KindTimerFired,
 		KindCallStarted, KindCallFinished, KindCallDecided, KindGatewayRejected, KindOutputSkipped,
-		KindJournalArchived, KindJournalResumed:
+		KindJournalArchived, KindJournalResumed,
+		KindAuthSignedIn, KindAuthRefreshed, KindAuthFailed, KindAuthSignedOut:
 		return true
 	}
 	return false
@@ -153,6 +162,14 @@ func newPayload(k Kind) (Payload, error) {
 		return &JournalArchived{}, nil
 	case KindJournalResumed:
 		return &JournalResumed{}, nil
+	case KindAuthSignedIn:
+		return &AuthSignedIn{}, nil
+	case KindAuthRefreshed:
+		return &AuthRefreshed{}, nil
+	case KindAuthFailed:
+		return &AuthFailed{}, nil
+	case KindAuthSignedOut:
+		return &AuthSignedOut{}, nil
 	case KindSessionStopped:
 		return &SessionStopped{}, nil
 	case KindReloadDecided:

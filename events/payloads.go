@@ -75,6 +75,9 @@ type ServerConfig struct {
 	ProtocolVersion string    `msgpack:"protocol_version,omitempty" json:"protocol_version,omitempty"`
 	IncludeTools    []string  `msgpack:"include_tools,omitempty" json:"include_tools,omitempty"`
 	ExcludeTools    []string  `msgpack:"exclude_tools,omitempty" json:"exclude_tools,omitempty"`
+	// OAuth is a remote server's "oauth" object (nil when absent or empty),
+	// its client secret replaced by a digest.
+	OAuth *OAuthConfig `msgpack:"oauth,omitempty" json:"oauth,omitempty"`
 	// Hash is ConfigHash of this config: what approvals bind to.
 	Hash string `msgpack:"hash" json:"hash"`
 	// Invalid is non-empty when the entry could not be used; it says why.
@@ -276,11 +279,14 @@ type PromptsListed struct {
 }
 
 // PingFailed records a failed health ping; Consecutive counts failures in a
-// row, as observed by the runtime.
+// row, as observed by the runtime. Class is set when the failure has one
+// the decider acts on at once (ErrAuth: the server wants a sign-in);
+// empty for a plain failure, which counts toward the streak.
 type PingFailed struct {
-	Attempt     int    `msgpack:"attempt" json:"attempt"`
-	Consecutive int    `msgpack:"consecutive" json:"consecutive"`
-	Error       string `msgpack:"error,omitempty" json:"error,omitempty"`
+	Attempt     int        `msgpack:"attempt" json:"attempt"`
+	Consecutive int        `msgpack:"consecutive" json:"consecutive"`
+	Error       string     `msgpack:"error,omitempty" json:"error,omitempty"`
+	Class       ErrorClass `msgpack:"class,omitempty" json:"class,omitempty"`
 }
 
 // ProcessExited records a stdio server's process ending. Exactly one of

@@ -47,6 +47,10 @@ const (
 	// ReasonDuplicate is a config entry not used because a source of
 	// higher priority defines the same server name (never a transition's).
 	ReasonDuplicate Reason = "duplicate"
+	// ReasonNeedsAuth: a remote server asked for an OAuth sign-in (a 401
+	// with no usable token); it stays failed until a sign-in
+	// (auth.signed_in) or an explicit reconnect.
+	ReasonNeedsAuth Reason = "needs_auth"
 )
 
 // ErrorClass classifies why a connection attempt or a live session failed.
@@ -62,6 +66,10 @@ const (
 	ErrExit            ErrorClass = "exit"
 	ErrPing            ErrorClass = "ping"
 	ErrProtocol        ErrorClass = "protocol"
+	// ErrAuth: the server refused the request for want of authorization
+	// (a 401, or a token that cannot be refreshed); retrying without a
+	// sign-in cannot help.
+	ErrAuth ErrorClass = "auth"
 )
 
 // ClassifiedError is an error as it is journaled: a class, the message, and

@@ -24,7 +24,8 @@ func Decide(s State, in events.Event) ([]events.Event, error) {
 	switch in.Kind {
 	case events.KindCallStarted, events.KindCallFinished, events.KindHandshakeCompleted,
 		events.KindResourcesListed, events.KindPromptsListed, events.KindSessionStarted, events.KindOutputSkipped,
-		events.KindJournalArchived, events.KindJournalResumed:
+		events.KindJournalArchived, events.KindJournalResumed,
+		events.KindAuthRefreshed, events.KindAuthFailed, events.KindAuthSignedOut:
 		return nil, nil // facts for the projections: they never cause a decision
 	}
 	d := &decider{prev: s, s: Evolve(scratchFor(s, in), in), in: in}
@@ -43,7 +44,8 @@ func Decide(s State, in events.Event) ([]events.Event, error) {
 func scratchFor(s State, in events.Event) State {
 	switch in.Kind {
 	case events.KindProcessSpawned, events.KindTransportOpened, events.KindConnectFailed, events.KindToolsListed,
-		events.KindPingFailed, events.KindProcessExited, events.KindTransportClosed, events.KindTimerFired:
+		events.KindPingFailed, events.KindProcessExited, events.KindTransportClosed, events.KindTimerFired,
+		events.KindAuthSignedIn:
 		c := s
 		c.Servers = make(map[string]*Server, 1)
 		if p, ok := s.Servers[in.Server]; ok {
@@ -144,12 +146,17 @@ func (d *decider) decide() error {
 		}
 		return d.fail(p.Attempt, p.Error)
 	case *events.PingFailed:
+		if p.Class == events.ErrAuth {
+			return d.fail(p.Attempt, events.ClassifiedError{Class: events.ErrAuth, Message: "ping: " + p.Error})
+		}
 		if p.Consecutive >= d.opts().PingFailures {
 			return d.fail(p.Attempt, events.ClassifiedError{Class: events.ErrPing,
 				Message: fmt.Sprintf("%d pings failed in a row: %s", p.Consecutive, p.Error)})
 		}
 	case *events.TimerFired:
 		return d.timer(p)
+	case *events.AuthSignedIn:
+		return d.signedIn()
 	}
 	// session.started, handshake.completed, resources/prompts listed and
 	// calls are facts the projections fold; they cause no decision.
@@ -174,7 +181,9 @@ func (d *decider) launched(attempt int) error {
 }
 
 // fail handles a failure of the server's current attempt: to reconnecting,
-// then either a backoff timer or, with the retry budget spent, failed.
+// then either a backoff timer or, with the retry budget spent, failed. A
+// failure of class auth goes straight to failed (needs_auth): no retry
+// can sign in, and it is not a crash the storm breaker counts.
 func (d *decider) fail(attempt int, cerr events.ClassifiedError) error {
 	srv, ok := d.current(attempt)
 	if !ok {
@@ -184,6 +193,9 @@ func (d *decider) fail(attempt int, cerr events.ClassifiedError) error {
 	case events.StateLaunching, events.StateHandshaking, events.StateReady:
 	default:
 		return nil // already failing, stopped or failed: nothing new to decide
+	}
+	if cerr.Class == events.ErrAuth {
+		return d.transition(d.in.Server, TrigNeedsAuth, events.ReasonNeedsAuth, 0, &cerr)
 	}
 	o := d.opts()
 	retries := srv.Retries
@@ -538,6 +550,26 @@ func (d *decider) reconnect(p *events.ReconnectRequested) error {
 	default: // launching, handshaking, ready: restart it
 		return d.restart(name, events.ReasonReconnect)
 	}
+}
+
+// signedIn relaunches a server that failed for want of a sign-in, as an
+// explicit reconnect does: by trigger reconnect, whose transition forgets
+// the crashes before it (the storm breaker cannot hold it: nothing since
+// its last launch was a crash). A sign-in for any other server (running,
+// failed for another reason, unknown, or in a session that read no
+// config: an offline `mcpledger login`) is a fact for the projections.
+func (d *decider) signedIn() error {
+	name := d.in.Server
+	srv, ok := d.prev.get(name)
+	if !ok || !srv.InConfig || !needsAuth(srv) {
+		return nil
+	}
+	return d.launch(name, TrigReconnect)
+}
+
+// needsAuth reports whether srv is failed waiting for a sign-in.
+func needsAuth(srv Server) bool {
+	return srv.Phase == events.StateFailed && srv.Reason == events.ReasonNeedsAuth
 }
 
 func (d *decider) stop(p *events.StopRequested) error {

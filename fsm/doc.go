@@ -56,6 +56,21 @@
 // reconnect decides nothing; the next session's history no longer counts
 // the server's crashes before it.
 //
+// # Authorization
+//
+// A failure of class auth (events.ErrAuth: a remote server answered 401
+// and no usable token could be had), whether a connect.failed, a
+// transport.closed or a ping.failed, moves the server from launching,
+// handshaking or ready straight to failed with reason needs_auth
+// (trigger needs_auth): no backoff, since retrying cannot sign in, and it
+// is not a crash, so the storm breaker never counts it. An auth.signed_in
+// of a server failed with needs_auth relaunches it as an explicit
+// reconnect does (trigger reconnect, its crashes before it forgotten); of
+// any other server it decides nothing. auth.refreshed, auth.failed and
+// auth.signed_out are facts for the projections. Journals recorded
+// before these existed hold no failure of class auth, so they decide as
+// they did: the decision version is unchanged.
+//
 // Sessions recorded with decision version 1 (before the breaker counted
 // crashes) are decided as they were: the breaker counted launches,
 // explicit reconnects included (ServerConfig.RecentLaunches).

@@ -33,8 +33,13 @@ const (
 	TrigRetry Trigger = "retry"
 	// TrigExhaust: reconnecting → failed, the retry budget is spent.
 	TrigExhaust Trigger = "exhaust"
-	// TrigReconnect: failed → launching, explicit reconnect.
+	// TrigReconnect: failed → launching, explicit reconnect (or a sign-in
+	// of a server that needed one).
 	TrigReconnect Trigger = "reconnect"
+	// TrigNeedsAuth: launching, handshaking, ready → failed, the server
+	// wants an OAuth sign-in (a failure of class auth): retrying without
+	// one cannot help, so there is no backoff, and it is not a crash.
+	TrigNeedsAuth Trigger = "needs_auth"
 	// TrigStop: any → stopped (removed, config changed, shutdown, storm hold).
 	TrigStop Trigger = "stop"
 	// TrigReconfigure: stopped → configuring, a fresh admission follows (new
@@ -69,7 +74,8 @@ var table = []Row{
 	{TrigFail, []events.ServerState{sLaunching, sHandshaking, sReady}, sReconnecting, "spawn error, handshake error or timeout, transport closed, process exit, K failed pings"},
 	{TrigRetry, []events.ServerState{sReconnecting}, sLaunching, "backoff timer fired"},
 	{TrigExhaust, []events.ServerState{sReconnecting}, sFailed, "attempts exhausted; only an explicit reconnect revives it"},
-	{TrigReconnect, []events.ServerState{sFailed}, sLaunching, "explicit reconnect"},
+	{TrigReconnect, []events.ServerState{sFailed}, sLaunching, "explicit reconnect, or a sign-in (auth.signed_in) of a server that needed one"},
+	{TrigNeedsAuth, []events.ServerState{sLaunching, sHandshaking, sReady}, sFailed, "the server wants an OAuth sign-in (a 401 with no usable token); only a sign-in or an explicit reconnect revives it"},
 	{TrigStop, events.States(), sStopped, "removed, fingerprint changed, shutdown, stop requested, storm hold"},
 	{TrigReconfigure, []events.ServerState{sStopped}, sConfiguring, "new config, approval, hold released or explicit reconnect: a fresh admission follows"},
 }

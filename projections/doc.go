@@ -1,5 +1,6 @@
 // Package projections folds the journal into the views the runtime, the
-// CLI and replay read: the per-server [Status], the tool [Catalog] the agent
+// CLI and replay read: the per-server [Status] (with a remote server's
+// OAuth authorization, [AuthStatus]), the tool [Catalog] the agent
 // sees, the cross-session [ToolCache] behind deferred tools,
 // [Approvals], and the [ConfigReport] (what the session's latest config
 // reading skipped, and why). A projection changes only when an already journaled event is

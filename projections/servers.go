@@ -29,6 +29,7 @@ type server struct {
 	serverName     string
 	serverVersion  string
 	withheld       []string // tools whose definitions no longer match the approval, sorted
+	auth           authRecord
 }
 
 // visibleLive reports whether the server's live tools are in the catalog:
@@ -131,6 +132,12 @@ func (f *serverFold) apply(e events.Event) bool {
 			}
 		}
 		slices.Sort(s.withheld)
+	case *events.AuthSignedIn, *events.AuthRefreshed, *events.AuthFailed, *events.AuthSignedOut:
+		s, ok := f.servers[e.Server]
+		if !ok {
+			return false // a sign-in for a server the session does not run (an offline login)
+		}
+		s.applyAuth(p, e.Time)
 	default:
 		return false
 	}

@@ -55,6 +55,10 @@ type ServerStatus struct {
 	// (stdio servers), until the process exits or the server relaunches,
 	// stops or fails; else 0.
 	PID int `json:"pid,omitempty"`
+	// Auth is the server's OAuth authorization: whether it waits for a
+	// sign-in, and what this session's auth.* events recorded. Nil for a
+	// server that neither waits for one nor had such an event.
+	Auth *AuthStatus `json:"auth,omitempty"`
 }
 
 // StatusView is a snapshot of a [Status]: the shape of `mcpledger status
@@ -115,6 +119,6 @@ func (st *Status) row(s *server) ServerStatus {
 		Name: s.name, State: s.state, Reason: s.reason, Transport: s.transport, Tools: n,
 		Attempt: s.attempt, Error: s.err, Since: s.since, ConnectedSince: s.connectedSince,
 		ProtocolVersion: s.protoVersion, ServerName: s.serverName, ServerVersion: s.serverVersion,
-		PID: s.pid,
+		PID: s.pid, Auth: s.authStatus(),
 	}
 }

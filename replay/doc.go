@@ -1,8 +1,9 @@
 // Package replay reproduces recorded sessions: it folds a session to any
 // point (status, catalog, approvals as they were after an event), verifies
 // that the decider still decides what it decided then (Temporal-style
-// replay of recorded inputs), explains why a tool was or was not available,
-// and renders timelines.
+// replay of recorded inputs), explains why a tool (or a server) was or
+// was not available (a server blocked on authorization included, with the
+// sign-in that unblocks it), and renders timelines.
 //
 // # Usage
 //

@@ -107,6 +107,10 @@ const (
 	tlMkPinned
 	tlMkCommand
 	tlMkDenied
+	// tlMkAuthBlocked: the server failed for want of a sign-in
+	// (needs_auth); tlMkAuth: an auth.* event (its text says which).
+	tlMkAuthBlocked
+	tlMkAuth
 	// tlMkVerdict is the last kind: marks are drawn in time and then kind
 	// order, so a verdict's text goes right of the glyphs at its time.
 	tlMkVerdict
@@ -300,6 +304,11 @@ func tlFold(evs []events.Event) *tlModel {
 				t = "withheld, definitions changed since approval: " + strings.Join(names, ", ")
 			}
 			l.mark(e.Time, tlMkToolsChanged, "", t+"\n"+head)
+		case *events.AuthSignedIn, *events.AuthRefreshed, *events.AuthFailed, *events.AuthSignedOut:
+			if l != nil {
+				text, title := tlAuth(p)
+				l.mark(e.Time, tlMkAuth, text, title+"\n"+head)
+			}
 		case *events.CallDecided:
 			if p.Decision == events.CallAllow {
 				decided[p.CallID] = fmt.Sprintf("allowed by %s (policy %s)", p.By, p.Policy)
@@ -446,7 +455,10 @@ func (m *tlModel) transition(l *tlLane, e *events.Event, p *events.ServerTransit
 			s.err = fmt.Sprintf("exit code %d", p.Error.ExitCode)
 		}
 	}
-	s.marked = p.Trigger == string(fsm.TrigFail) || p.Trigger == string(fsm.TrigExhaust)
+	s.marked = p.Trigger == string(fsm.TrigFail) || p.Trigger == string(fsm.TrigExhaust) || p.Trigger == string(fsm.TrigNeedsAuth)
+	if p.Reason == events.ReasonNeedsAuth {
+		s.info = append(s.info, "blocked on authorization: sign in with mcpledger login "+l.name)
+	}
 	switch p.To {
 	case events.StateLaunching:
 		l.launches++
@@ -481,6 +493,12 @@ func (m *tlModel) transition(l *tlLane, e *events.Event, p *events.ServerTransit
 		l.mark(e.Time, tlMkFail, "", t)
 	case fsm.TrigExhaust:
 		l.mark(e.Time, tlMkGaveUp, "", fmt.Sprintf("gave up after attempt %d (%s): only an explicit reconnect revives it\n%s", p.Attempt, p.Reason, head))
+	case fsm.TrigNeedsAuth:
+		t := fmt.Sprintf("blocked on authorization at attempt %d: %s\nsign in with: mcpledger login %s\n%s", p.Attempt, tlClip(p.Error.String(), 300), l.name, head)
+		if cause != "" {
+			t += "\ncause " + cause
+		}
+		l.mark(e.Time, tlMkAuthBlocked, "", t)
 	}
 	l.segs = append(l.segs, s)
 }
@@ -514,8 +532,45 @@ func (m *tlModel) describe(seq uint64) string {
 		s += " " + p.Decision + " by " + tlOr(p.By)
 	case *events.PingFailed:
 		s += fmt.Sprintf(" (%d in a row)", p.Consecutive)
+	case *events.AuthSignedIn:
+		s += " to " + tlOr(p.Issuer)
 	}
 	return s
+}
+
+// tlAuth says what an auth.* event recorded: the mark's text (which
+// glyph: in, refresh, fail, out) and the first line of its title. Times
+// are the token's expiry (UTC).
+func tlAuth(p events.Payload) (text, title string) {
+	expiry := func(ns int64) string {
+		if ns == 0 {
+			return ""
+		}
+		return "expires " + time.Unix(0, ns).UTC().Format(time.RFC3339)
+	}
+	scopes := func(ss []string) string { return tlPrefix("scopes ", strings.Join(ss, " ")) }
+	switch p := p.(type) {
+	case *events.AuthSignedIn:
+		what := "signed in"
+		if p.StepUp {
+			what = "signed in again for more scopes (step-up)"
+		}
+		return "in", tlJoin(" · ", what+tlPrefix(" to ", p.Issuer), scopes(p.Scopes), tlPrefix("client ", p.ClientKind), expiry(p.ExpiresAt))
+	case *events.AuthRefreshed:
+		return "refresh", tlJoin(" · ", "token refreshed"+tlPrefix(" by ", p.Issuer), scopes(p.Scopes), expiry(p.ExpiresAt))
+	case *events.AuthFailed:
+		return "fail", fmt.Sprintf("authorization failed (%s)%s: %s", p.Phase, tlPrefix(" at ", p.Issuer), tlClip(p.Error, 300))
+	case *events.AuthSignedOut:
+		t := "signed out" + tlPrefix(" of ", p.Issuer)
+		if p.Revoked {
+			return "out", t + " · tokens revoked"
+		}
+		if p.RevokeError != "" {
+			return "out", t + " · revocation failed: " + tlClip(p.RevokeError, 300)
+		}
+		return "out", t + " · tokens deleted (not revoked)"
+	}
+	return "", ""
 }
 
 // clock formats t as a UTC time of day and its offset from the start.

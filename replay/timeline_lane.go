@@ -217,7 +217,8 @@ func (r *tlRender) timers(l *tlLane, y float64) {
 var tlMarkWhat = [...]string{tlMkFail: "failures", tlMkGaveUp: "give-ups", tlMkAttempt: "retry attempts",
 	tlMkApprovalAsked: "approval requests", tlMkApproved: "approvals", tlMkRejected: "rejections", tlMkPing: "failed pings",
 	tlMkRelisted: "tool listings", tlMkToolsChanged: "tool changes", tlMkPinned: "pinnings", tlMkCommand: "commands",
-	tlMkVerdict: "reload verdicts", tlMkDenied: "denied calls"}
+	tlMkVerdict: "reload verdicts", tlMkDenied: "denied calls", tlMkAuthBlocked: "authorization blocks",
+	tlMkAuth: "authorization events"}
 
 // marks draws the point marks of a lane whose top is y: failures on the
 // band, denied calls in the calls row, the rest above the band, where a
@@ -244,7 +245,7 @@ func (r *tlRender) marks(l *tlLane, y int) {
 			if len(ms) > 0 {
 				gap = max(gap, tlTextW(ms[len(ms)-1].text, 9)+10)
 			}
-		case tlMkFail, tlMkGaveUp:
+		case tlMkFail, tlMkGaveUp, tlMkAuthBlocked:
 			gap = 14
 		}
 		for _, g := range tlGroups(len(ms), func(i int) (float64, float64) { x := r.x(ms[i].t); return x, x }, 1, gap) {
@@ -259,7 +260,7 @@ func (r *tlRender) marks(l *tlLane, y int) {
 		first, last := d.ms[0], d.ms[len(d.ms)-1]
 		cy, x := float64(y+12), d.g.x0
 		switch d.kind {
-		case tlMkFail, tlMkGaveUp:
+		case tlMkFail, tlMkGaveUp, tlMkAuthBlocked:
 			cy = float64(y + 32)
 		case tlMkPing:
 			cy = float64(y + 22)

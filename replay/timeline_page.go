@@ -92,6 +92,11 @@ func (r *tlRender) legend() {
 	sw("rejected", func() { r.glyph(tlMkRejected, 11, 8, "") })
 	sw("tools changed", func() { r.glyph(tlMkToolsChanged, 11, 8, "") })
 	sw("ping failed", func() { r.glyph(tlMkPing, 11, 8, "") })
+	sw("needs sign-in", func() { r.glyph(tlMkAuthBlocked, 11, 8, "") })
+	sw("signed in", func() { r.glyph(tlMkAuth, 11, 8, "in") })
+	sw("token refreshed", func() { r.glyph(tlMkAuth, 11, 8, "refresh") })
+	sw("sign-in failed", func() { r.glyph(tlMkAuth, 11, 8, "fail") })
+	sw("signed out", func() { r.glyph(tlMkAuth, 11, 8, "out") })
 	sw("merged: too short to draw apart", func() {
 		r.w(`<rect x="1" y="3" width="20" height="10" fill="%s"/><path d="M1 12H21" class="churn"/>`, tlStateColor[events.StateReady])
 	})

@@ -78,6 +78,9 @@ func (r *tlRender) height() int { return tlAxisH + tlFlagsH + len(r.m.lanes)*tlL
 
 func tlLaneTop(i int) int { return tlAxisH + tlFlagsH + i*tlLaneH }
 
+// tlAuthColor is the padlock colour of an auth.* mark, by its text.
+var tlAuthColor = map[string]string{"in": "#16a34a", "refresh": "#0d9488", "fail": "#dc2626", "out": "#64748b"}
+
 // glyph draws a mark's symbol centred on (x, y).
 func (r *tlRender) glyph(k tlMarkKind, x, y float64, text string) {
 	X, Y := tlF(x), tlF(y)
@@ -113,6 +116,13 @@ func (r *tlRender) glyph(k tlMarkKind, x, y float64, text string) {
 	case tlMkDenied:
 		r.w(`<circle cx="%s" cy="%s" r="5" fill="#fff" stroke="#dc2626" stroke-width="1.8"/><path d="M%s %sl6.4-6.4" stroke="#dc2626" stroke-width="1.8"/>`,
 			X, Y, tlF(x-3.2), tlF(y+3.2))
+	case tlMkAuthBlocked:
+		r.w(`<rect x="%s" y="%s" width="11" height="8" rx="1.5" fill="#b91c1c"/><path d="M%s %sv-2.5a3 3 0 0 1 6 0v2.5" fill="none" stroke="#b91c1c" stroke-width="1.6"/>`,
+			tlF(x-5.5), tlF(y-2), tlF(x-3), tlF(y-2))
+	case tlMkAuth:
+		fill := tlAuthColor[text]
+		r.w(`<rect x="%s" y="%s" width="9" height="7" rx="1.5" fill="%s"/><path d="M%s %sv-2a2.5 2.5 0 0 1 5 0v2" fill="none" stroke="%s" stroke-width="1.4"/>`,
+			tlF(x-4.5), tlF(y-2), fill, tlF(x-2.5), tlF(y-2), fill)
 	case tlMkVerdict:
 		r.w(`<text x="%s" y="%s" class="verdict">%s</text>`, tlF(x+4), tlF(y+3.5), tlEsc(text))
 	}

@@ -39,7 +39,10 @@ type Explanation struct {
 // Why explains whether tool (a catalog name, mcp__server__tool) was in the
 // session's catalog right after event seq (0: the last event), and if not,
 // the chain of reasons with the seqs that caused each: the server's state,
-// its admission verdict, its approval, a tool filter, a changed definition.
+// its admission verdict, its approval, a tool filter, a changed definition,
+// a sign-in it waits for (with the recovery, mcpledger login NAME).
+// tool may also be a configured server's name (that no catalog name
+// matches): the server is explained, Available when it was ready.
 func Why(ctx context.Context, r Reader, session uuid.UUID, tool string, seq uint64) (*Explanation, error) {
 	snap, err := At(ctx, r, session, seq)
 	if err != nil {
@@ -72,6 +75,10 @@ func explain(snap *Snapshot, tool string) *Explanation {
 		}
 	}
 	server, own := serverOf(snap, tool)
+	bare := false
+	if _, ok := snap.State.Server(tool); server == "" && ok {
+		server, bare = tool, true // a server's name: explain the server
+	}
 	ex.Server = server
 	if server == "" {
 		ex.Reasons = append(ex.Reasons, Reason{Text: fmt.Sprintf("no configured server's name matches %q at seq %d", tool, snap.Seq)})
@@ -79,7 +86,11 @@ func explain(snap *Snapshot, tool string) *Explanation {
 	}
 	st, _ := snap.State.Server(server)
 	tr := lastTransition(snap.Events, server)
+	ex.Available = bare && st.Phase == events.StateReady
 	ex.Reasons = append(ex.Reasons, Reason{Seq: tr, Text: fmt.Sprintf("server %s was %s%s", server, st.Phase, paren(string(st.Reason)))})
+	if st.Phase == events.StateFailed && st.Reason == events.ReasonNeedsAuth {
+		ex.Reasons = append(ex.Reasons, authReasons(snap.Events, server, tr)...)
+	}
 	if seq, a := lastAdmission(snap.Events, server); seq != 0 && !a.Admitted {
 		ex.Reasons = append(ex.Reasons, Reason{Seq: seq, Text: fmt.Sprintf("admission refused it: %s (%s)", a.Reason, a.Detail)})
 	}
@@ -99,6 +110,30 @@ func explain(snap *Snapshot, tool string) *Explanation {
 		}
 	}
 	return ex
+}
+
+// authReasons explain a server failed for want of a sign-in, blocked by
+// the transition at seq tr: what the server answered, the sign-in
+// attempts that failed since, and the recovery.
+func authReasons(evs []events.Event, server string, tr uint64) []Reason {
+	why := "it asked for an OAuth sign-in"
+	var failed []Reason
+	for _, e := range evs {
+		if e.Server != server || e.Seq < tr {
+			continue
+		}
+		switch p := e.Payload.(type) {
+		case *events.ServerTransitioned:
+			if p.Error != nil {
+				why += " (" + p.Error.String() + ")"
+			}
+		case *events.AuthFailed:
+			failed = append(failed, Reason{Seq: e.Seq, Text: fmt.Sprintf("a sign-in failed since: %s%s: %s", p.Phase, tlPrefix(" at ", p.Issuer), p.Error)})
+		}
+	}
+	out := []Reason{{Seq: tr, Text: fmt.Sprintf("server %s is blocked on authorization: %s; no tool of it is offered until it is signed in", server, why)}}
+	out = append(out, failed...)
+	return append(out, Reason{Text: "recovery: sign in with: mcpledger login " + server})
 }
 
 func paren(s string) string {

@@ -88,6 +88,8 @@ func Recovery(server string, r events.Reason, st events.ServerState) string {
 		return fmt.Sprintf("it failed repeatedly: mcpledger reconnect %s", server)
 	case events.ReasonStopRequested:
 		return fmt.Sprintf("it was stopped: mcpledger reconnect %s", server)
+	case events.ReasonNeedsAuth:
+		return fmt.Sprintf("it needs you to sign in: mcpledger login %s", server)
 	}
 	switch st {
 	case events.StateFailed:

@@ -95,11 +95,20 @@ type Spec struct {
 	Timeout time.Duration
 	// Call holds "callPolicy", "toolPolicies" and "toolTimeouts".
 	Call CallSettings
+	// OAuth is a remote server's "oauth" object resolved (nil when it has
+	// none or it sets nothing).
+	OAuth *OAuthSpec
 }
 
 // Secrets returns the resolved values of s that must never reach the
-// journal or a log (see guard.Secrets).
-func (s *Spec) Secrets() []string { return guard.Secrets(s.Env, s.Headers) }
+// journal or a log (see guard.Secrets), the OAuth client secret included.
+func (s *Spec) Secrets() []string {
+	out := guard.Secrets(s.Env, s.Headers)
+	if s.OAuth != nil && s.OAuth.ClientSecret != "" {
+		out = append(out, s.OAuth.ClientSecret)
+	}
+	return out
+}
 
 // Reading is one complete reading of every config source.
 type Reading struct {
@@ -172,17 +181,21 @@ func UserDir(lookupEnv func(string) (string, bool), home string) string {
 // "disabled" (or "enabled": false), "timeout" in milliseconds,
 // "includeTools" and "excludeTools" (kept as sorted sets; the
 // "tools": {include, exclude} form is not read) and "protocolVersion".
+// A remote entry may have "oauth" (see oauth.go): "clientId",
+// "clientSecret", "callbackPort", "scopes" (one space-separated string),
+// "authServerMetadataUrl" and "clientMetadataUrl".
 // null means absent; unknown fields are ignored with a warning.
 //
 // ${NAME} and ${NAME:-default} (the default applies when NAME is unset or
 // empty, and is literal up to "}") expand in command, args, env values
-// and cwd from src.LookupEnv, and in url and header values only from the
-// server's own env block after it is expanded. A leading ~ in command and
+// and cwd from src.LookupEnv, and in url, header values and
+// oauth.clientSecret only from the server's own env block after it is
+// expanded. A leading ~ in command and
 // cwd is src.Home. An unset variable makes the server invalid. Disabled
 // servers are checked as written but not expanded. The journaled form
 // (ServerConfig) keeps the text as written with env and header values
-// replaced by [events.HashValue] digests, and Hash is [events.ConfigHash]
-// of it.
+// and the OAuth client secret replaced by [events.HashValue] digests, and
+// Hash is [events.ConfigHash] of it.
 func Load(src Sources) Reading {
 	var lc Reading
 	obs := &lc.Observed
@@ -404,7 +417,9 @@ func resolve(ps *parsedServer, lookupEnv func(string) (string, bool), home, base
 		}
 		spec.Headers[kv.Key] = v
 	}
-	return spec, problems
+	var oauthProblems []string
+	spec.OAuth, oauthProblems = resolveOAuth(ps.oauth, func(s, where string) string { return exp(s, where, scope, true) })
+	return spec, append(problems, oauthProblems...)
 }
 
 // trusted reports whether ws (canonical) is equal to or under one of the

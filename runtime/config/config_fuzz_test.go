@@ -18,7 +18,8 @@ const fuzzSecret = "fuzz-S3CRET-value"
 // FuzzParseConfig feeds arbitrary bytes as a config file (with settings,
 // as the user config is read). It must never panic; a file-level error
 // yields no servers; every server is either valid (and resolvable) or
-// Invalid with a message naming it; env and header values are digests;
+// Invalid with a message naming it; env and header values and the OAuth
+// client secret are digests;
 // and a secret from the environment never reaches the journaled form.
 func FuzzParseConfig(f *testing.F) {
 	for _, name := range []string{"mixed.json", "vscode.json", "claude.json"} {
@@ -36,6 +37,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"a": {"command": "x"}, "a": {"url": "x"}}}`,
 		`{"allowed": "x", "mcpServers": {"a": {"command": "x"}}}`,
 		`{"servers": {"a": {"command": "x"}}, "mcpServers": []}`,
+		`{"mcpServers": {"a": {"url": "https://h", "env": {"S": "${S}"}, "oauth": {"clientId": "c", "clientSecret": "${S}", "callbackPort": 8080, "scopes": "a b", "authServerMetadataUrl": "http://127.0.0.1/m", "clientMetadataUrl": "https://c/d.json", "x": 1}}}}`,
+		`{"mcpServers": {"a": {"command": "x", "oauth": {"clientSecret": "s", "callbackPort": 70000, "clientMetadataUrl": "https://c/"}}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -63,6 +66,12 @@ func FuzzParseConfig(f *testing.F) {
 				if !events.IsHashedValue(kv.Value) {
 					t.Errorf("%q: %s is not a digest", c.Name, kv.Key)
 				}
+			}
+			if c.OAuth != nil && (c.OAuth.IsZero() || c.OAuth.ClientSecret != "" && !events.IsHashedValue(c.OAuth.ClientSecret)) {
+				t.Errorf("%q: oauth %+v is empty or its client secret is not a digest", c.Name, c.OAuth)
+			}
+			if ok && (spec.OAuth == nil) != (c.OAuth == nil) {
+				t.Errorf("%q: journaled oauth %v, resolved %v", c.Name, c.OAuth, spec.OAuth)
 			}
 			switch {
 			case c.Invalid != "":

@@ -34,12 +34,13 @@ type configFile struct {
 // and headers, for expansion only.
 type parsedServer struct {
 	cfg      events.ServerConfig
-	pos      string      // where the entry is: "path:line:col"
-	env      []events.KV // as written, sorted by key
-	headers  []events.KV // as written, sorted by key
-	args     []string    // as written (cfg.Args is redacted: see guard.RedactArgs)
-	url      string      // as written (cfg.URL is redacted)
-	problems []string    // each one says what to do; non-empty => Invalid
+	pos      string              // where the entry is: "path:line:col"
+	env      []events.KV         // as written, sorted by key
+	headers  []events.KV         // as written, sorted by key
+	args     []string            // as written (cfg.Args is redacted: see guard.RedactArgs)
+	url      string              // as written (cfg.URL is redacted)
+	oauth    *events.OAuthConfig // as written (cfg.OAuth holds the secret's digest)
+	problems []string            // each one says what to do; non-empty => Invalid
 	warnings []string
 	call     CallSettings // callPolicy, toolPolicies, toolTimeouts
 }
@@ -197,7 +198,7 @@ func (s *userSettings) set(m member, at func(int) string) []string {
 // Entry fields.
 var knownFields = []string{"type", "command", "args", "env", "cwd", "url", "headers",
 	"disabled", "enabled", "timeout", "includeTools", "excludeTools", "protocolVersion",
-	"callPolicy", "toolPolicies", "toolTimeouts"}
+	"callPolicy", "toolPolicies", "toolTimeouts", "oauth"}
 
 // parseServer reads one server entry as written.
 func parseServer(path string, data []byte, m member, scope events.Scope) (p parsedServer) {
@@ -212,6 +213,7 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 		// redacted, what runs takes them as written.
 		p.args, p.url = p.cfg.Args, p.cfg.URL
 		p.cfg.Args, p.cfg.URL = guard.RedactArgs(p.cfg.Args), guard.Redactor{}.RedactString(p.cfg.URL)
+		p.cfg.OAuth = journaledOAuth(p.oauth)
 		p.cfg.Hash = events.ConfigHash(&p.cfg)
 		if len(p.problems) > 0 {
 			p.cfg.Invalid = fmt.Sprintf("server %q: %s (%s)", name, strings.Join(p.problems, "; "), p.pos)
@@ -226,7 +228,7 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 		return p
 	}
 	var typ string
-	var hasType bool
+	var hasType, hasOAuth bool
 	var unknown []string
 	for _, f := range fields {
 		if isNull(f.val) {
@@ -273,6 +275,10 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 			}
 		case "callPolicy", "toolPolicies", "toolTimeouts":
 			bad = p.call.parseField(f.key, f.val)
+		case "oauth":
+			var w, probs []string
+			p.oauth, w, probs = parseOAuth(f)
+			p.warnings, p.problems, hasOAuth = append(p.warnings, w...), append(p.problems, probs...), true
 		default:
 			unknown = append(unknown, f.key)
 		}
@@ -284,6 +290,9 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 		p.warnings = append(p.warnings, fmt.Sprintf("unknown fields ignored: %s (known: %s)", quoteAll(unknown), strings.Join(knownFields, ", ")))
 	}
 	p.transport(typ, hasType)
+	if hasOAuth && p.cfg.Transport == events.TransportStdio {
+		p.problems = append(p.problems, `"oauth" applies only to "http" and "sse" servers: remove it from this stdio entry (a stdio server takes its credentials from "env")`)
+	}
 	return p
 }
 

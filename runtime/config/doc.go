@@ -5,11 +5,13 @@
 // .mcp.json, the user config and its drop-ins), applies their precedence,
 // parses them with positions for every error (file:line:col), expands
 // ${VAR} (from the process environment in command, args, env and cwd;
-// only from the server's own env block in url and headers) and returns a
-// [Reading]: what the journal may keep (Observed: configs as written, env
-// and header values replaced by their hash, with each server's config
+// only from the server's own env block in url, headers and
+// oauth.clientSecret) and returns a [Reading]: what the journal may keep
+// (Observed: configs as written, env and header values and the OAuth
+// client secret replaced by their hash, with each server's config
 // hash, the fingerprint approvals are bound to) beside what the runtime
-// runs (Specs: resolved, secrets included, never journaled), and the
+// runs (Specs: resolved, secrets included, never journaled; a remote
+// server's "oauth" object is [Spec.OAuth], see oauth.go), and the
 // files that could not be used at all (Unusable, [Reading.Err]: a caller
 // starting a session refuses them). Each file is bounded
 // ([DefaultMaxFileBytes], Sources.MaxFileBytes) and refused, unread,

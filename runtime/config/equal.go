@@ -10,7 +10,8 @@ import (
 // purpose of hot reload, so a reload that changed nothing can be skipped.
 // Trigger is ignored. Servers compare by name, whatever their order, and
 // every field except RecentLaunches, RecentCrashes and Approval counts; args order
-// counts, env and header order does not, tool filters compare as sets.
+// counts, env and header order does not, tool filters compare as sets, an
+// absent oauth object equals an empty one.
 // Allowed, Excluded, LaunchBound, Errors and Shadowed compare as sets, but an
 // absent allow-list or launch bound differs from an empty one (absent
 // allows all, empty denies all). Nil and empty slices are equal otherwise.
@@ -45,7 +46,19 @@ func serverEqual(x, y *events.ServerConfig) bool {
 		x.Disabled == y.Disabled && x.TimeoutMs == y.TimeoutMs &&
 		x.ProtocolVersion == y.ProtocolVersion &&
 		setEqual(x.IncludeTools, y.IncludeTools) && setEqual(x.ExcludeTools, y.ExcludeTools) &&
+		oauthEqual(x.OAuth, y.OAuth) &&
 		x.Hash == y.Hash && x.Invalid == y.Invalid && x.Gated == y.Gated
+}
+
+// oauthEqual compares two oauth objects field by field; an absent one
+// equals one that sets nothing.
+func oauthEqual(a, b *events.OAuthConfig) bool {
+	if a.IsZero() || b.IsZero() {
+		return a.IsZero() == b.IsZero()
+	}
+	return a.ClientID == b.ClientID && a.ClientSecret == b.ClientSecret && a.CallbackPort == b.CallbackPort &&
+		slices.Equal(a.Scopes, b.Scopes) && a.AuthServerMetadataURL == b.AuthServerMetadataURL &&
+		a.ClientMetadataURL == b.ClientMetadataURL
 }
 
 func shadowedEqual(a, b []events.ShadowedServer) bool {
