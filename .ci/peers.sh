@@ -24,6 +24,9 @@ peers=(
 # Go peers, installed with `go install` into $dir/bin.
 go_peers=(
   "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0"
+  # go-sdk's own conformance client: the baseline of the OAuth client
+  # scenarios (cmd/mcpledger/oauth_conformance_test.go).
+  "github.com/modelcontextprotocol/go-sdk/conformance/everything-client@v1.8.0"
 )
 
 dir="${MCPLEDGER_PEERS_DIR:-$HOME/.cache/mcpledger-peers}"

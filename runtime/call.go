@@ -135,7 +135,7 @@ func (m *Manager) CallToolWith(ctx context.Context, name string, args any, o *Ca
 		argsJSON = []byte("{}")
 	}
 	cl := &call{entry: entry, name: name, args: argsJSON, opts: o, id: uuid.Must(uuid.NewV7()).String(),
-		settings: m.callSettingsFor(entry.Server, c), red: c.red,
+		settings: m.callSettingsFor(entry.Server, c), red: c.redactor(),
 		durable: m.opts.Durability == Audit}
 
 	if err := guard.ValidateArgs(name, entry.InputSchema, argsJSON); errors.Is(err, guard.ErrSchemaUnresolved) {

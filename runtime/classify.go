@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/oauth"
 )
 
 // codeRejected is go-sdk's internal "rejected by transport" JSON-RPC code:
@@ -24,7 +25,7 @@ const codeRejected = -32005
 // gone (go-sdk-notes.md §7): closed, EOF, session missing, or an HTTP
 // transport rejection carrying a network error.
 func connectionLost(err error) bool {
-	if err == nil {
+	if err == nil || refusedSignIn(err) {
 		return false
 	}
 	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
@@ -40,6 +41,14 @@ func connectionLost(err error) bool {
 		return errors.As(err, &ue) || strings.Contains(err.Error(), "connection refused")
 	}
 	return false
+}
+
+// refusedSignIn reports whether err is a remote server refusing a
+// request for want of a sign-in or of scope (runtime/oauth): an answer
+// from a live server, which did not act on the request, not a lost
+// connection.
+func refusedSignIn(err error) bool {
+	return errors.Is(err, oauth.ErrNeedsAuth) || errors.Is(err, oauth.ErrInsufficientScope)
 }
 
 // protocolError returns the JSON-RPC error a live server answered with, if

@@ -38,6 +38,39 @@ func RecordReconnect(ctx context.Context, j Journal, server, by, build string, n
 		Payload: &events.ReconnectRequested{By: by}})
 }
 
+// RecordAuth journals p, an auth.* event about server (a sign-in, a
+// sign-out or a failed sign-in that `mcpledger login`/`logout` did beside
+// the running session): a server waiting for a sign-in (needs_auth)
+// relaunches on auth.signed_in.
+func (m *Manager) RecordAuth(ctx context.Context, server string, p events.Payload) error {
+	if !isAuthKind(p.Kind()) {
+		return fmt.Errorf("runtime: RecordAuth of %s: only auth.* events", p.Kind())
+	}
+	return m.command(ctx, server, p)
+}
+
+// RecordAuth journals p, an auth.* event about server, in a session of
+// its own, for when no mcpledger holds the journal: `mcpledger login`
+// records its sign-in so that replay shows when it happened.
+func RecordAuth(ctx context.Context, j Journal, server, build string, p events.Payload, now func() int64) (uuid.UUID, error) {
+	if !isAuthKind(p.Kind()) {
+		return uuid.Nil, fmt.Errorf("runtime: RecordAuth of %s: only auth.* events", p.Kind())
+	}
+	cmd := "login"
+	if p.Kind() == events.KindAuthSignedOut {
+		cmd = "logout"
+	}
+	return recordOffline(ctx, j, build, cmd, now, events.Event{Kind: p.Kind(), Server: server, Payload: p})
+}
+
+func isAuthKind(k events.Kind) bool {
+	switch k {
+	case events.KindAuthSignedIn, events.KindAuthRefreshed, events.KindAuthFailed, events.KindAuthSignedOut:
+		return true
+	}
+	return false
+}
+
 // ReconnectFailed reconnects every failed server.
 func (m *Manager) ReconnectFailed(ctx context.Context) error {
 	return m.command(ctx, "", &events.ReconnectRequested{FailedOnly: true, By: "api"})

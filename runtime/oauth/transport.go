@@ -123,11 +123,35 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	case http.StatusForbidden:
+		if challengeError(resp.Header) != "insufficient_scope" {
+			return resp, nil
+		}
+		// A sign-in with more scope may have been stored since this
+		// token was loaded (`mcpledger login`, or a one-shot call's
+		// step-up): retry once with it.
+		if next := t.newerToken(tok); next != "" && (req.Body == nil || req.Body == http.NoBody || req.GetBody != nil) {
+			drain(resp)
+			if resp, err = t.send(req, next); err != nil {
+				return nil, err
+			}
+		}
 		if e := t.checkScope(resp); e != nil {
 			return nil, e
 		}
 	}
 	return resp, nil
+}
+
+// newerToken returns the stored access token when it is not sent (the
+// one a request was refused with), after reading the store again; "" when
+// there is none.
+func (t *Transport) newerToken(sent string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.loadLocked(); err != nil || t.entry == nil || t.entry.AccessToken == sent || t.expiredLocked() {
+		return ""
+	}
+	return t.entry.AccessToken
 }
 
 // checkScope turns a 403 insufficient_scope into ErrInsufficientScope.
@@ -145,9 +169,27 @@ func (t *Transport) checkScope(resp *http.Response) error {
 	t.mu.Unlock()
 	missing := missingScopes(held, strings.Fields(want))
 	t.log.Warn("oauth: insufficient scope", "server", t.o.Server, "missing", strings.Join(missing, " "))
-	return fmt.Errorf("%w: server %s needs the scopes %q (missing %q) that the stored sign-in lacks; %s to grant them",
-		ErrInsufficientScope, t.o.Server, want, strings.Join(missing, " "), loginHint(t.o.Server))
+	return &ScopeError{Server: t.o.Server, Want: strings.Fields(want), Held: held, Missing: missing}
 }
+
+// ScopeError is a server's 403 insufficient_scope to a request made with
+// a stored sign-in, outside an interactive login. It is
+// ErrInsufficientScope. Want are the scopes the server's challenge named
+// (the whole set it asks for, as the spec has it), Held those of the
+// stored sign-in, Missing those of Want not held. A step-up signs in
+// again asking for Held and Want together.
+type ScopeError struct {
+	Server              string
+	Want, Held, Missing []string
+}
+
+func (e *ScopeError) Error() string {
+	return fmt.Sprintf("%s: server %s needs the scopes %q (missing %q) that the stored sign-in lacks; %s to grant them",
+		ErrInsufficientScope, e.Server, strings.Join(e.Want, " "), strings.Join(e.Missing, " "), loginHint(e.Server))
+}
+
+// Is makes a ScopeError ErrInsufficientScope.
+func (e *ScopeError) Is(target error) bool { return target == ErrInsufficientScope }
 
 func missingScopes(held, want []string) []string {
 	var out []string
