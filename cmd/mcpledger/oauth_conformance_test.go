@@ -11,6 +11,7 @@ package main
 // token endpoint, the bearer token on MCP requests.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -170,6 +171,55 @@ func TestOAuthConformance(t *testing.T) {
 		summary = append(summary, line)
 	}
 	t.Logf("conformance client auth scenarios:\n%s", strings.Join(summary, "\n"))
+	checkOAuthRuns(t, work)
+}
+
+// checkOAuthRuns checks what each client run left behind: a token store
+// of mode 0600 holding its tokens, and a journal that records the sign-in
+// (auth.signed_in) but holds none of those tokens' bytes.
+func checkOAuthRuns(t *testing.T, work string) {
+	runs, _ := filepath.Glob(filepath.Join(work, "run.*"))
+	signedIn := 0
+	for _, run := range runs {
+		storePath := filepath.Join(run, "state", "mcpledger", "oauth-tokens.json")
+		fi, err := os.Stat(storePath)
+		if err != nil {
+			continue // a run that never signed in (scope-retry-limit)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", storePath, fi.Mode().Perm())
+		}
+		raw, err := os.ReadFile(storePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var secrets []string
+		for _, key := range []string{"access_token", "refresh_token", "client_secret"} {
+			for _, m := range regexp.MustCompile(`"`+key+`":\s*"([^"]+)"`).FindAllSubmatch(raw, -1) {
+				secrets = append(secrets, string(m[1]))
+			}
+		}
+		if len(secrets) == 0 {
+			t.Errorf("%s holds no token: %s", storePath, trim(string(raw)))
+		}
+		journal, err := os.ReadFile(filepath.Join(run, "journal.db"))
+		if err != nil {
+			t.Errorf("%s: %v", run, err)
+			continue
+		}
+		for _, sec := range secrets {
+			if bytes.Contains(journal, []byte(sec)) {
+				t.Errorf("%s: the journal holds a token or secret of the token store", run)
+			}
+		}
+		if bytes.Contains(journal, []byte("auth.signed_in")) {
+			signedIn++
+		}
+	}
+	t.Logf("%d client runs, %d journals record a sign-in; no token in any journal", len(runs), signedIn)
+	if signedIn < len(oauthScenarios)-2 {
+		t.Errorf("%d journals record a sign-in, want one per scenario that signs in (%d runs)", signedIn, len(runs))
+	}
 }
 
 // sameFailures reports whether ours failed exactly the checks sdk failed.

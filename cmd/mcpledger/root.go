@@ -161,6 +161,10 @@ Commands:
         bound to its config hash and survive restarts
   trust DIR
         let stdio servers of the workspace DIR spawn
+  login NAME [--no-browser] [--json] | logout NAME [--json]
+        sign in to a remote server that asks for OAuth (browser, PKCE): tokens
+        go to your token store, never the journal; a running mcpledger
+        relaunches the server; logout deletes and revokes them
   replay [SESSION|last] [--until SEQ|TIME] [--verify] [--json]
         the session's status, catalog and approvals as they were after an event;
         --verify re-runs the decider on the recorded inputs and compares

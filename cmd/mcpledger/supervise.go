@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/fsm"
 	"github.com/mcpledger/mcpledger/projections"
 	rt "github.com/mcpledger/mcpledger/runtime"
@@ -179,6 +180,46 @@ func printStatus(w interface{ Write([]byte) (int, error) }, rows []projections.S
 		}
 		fmt.Fprintf(w, "%-20s %-13s %-17s %-9s %5d %7d %8s  %s\n", s.Name, s.State, dash(string(s.Reason)), s.Transport, s.Tools, s.Attempt, since, s.Error)
 	}
+	for _, s := range rows {
+		if line := authLine(s, now); line != "" {
+			fmt.Fprintf(w, "%s: %s\n", s.Name, line)
+		}
+	}
+}
+
+// authLine says where a remote server's OAuth sign-in stands, "" for a
+// server that never asked for one.
+func authLine(s projections.ServerStatus, now time.Time) string {
+	a := s.Auth
+	switch {
+	case s.Reason == events.ReasonNeedsAuth || a != nil && a.NeedsAuth:
+		line := "needs a sign-in: run mcpledger login " + s.Name
+		if a != nil && a.Failure != nil {
+			line += " (the last attempt failed at " + a.Failure.Phase + ": " + a.Failure.Error + ")"
+		}
+		return line
+	case a == nil:
+		return ""
+	case a.SignedIn:
+		line := "signed in at " + dash(a.Issuer)
+		if len(a.Scopes) > 0 {
+			line += ", scopes " + strings.Join(a.Scopes, " ")
+		}
+		if a.ExpiresAt != 0 {
+			if left := time.Unix(0, a.ExpiresAt).Sub(now).Round(time.Second); left > 0 {
+				line += ", token valid for " + left.String()
+			} else {
+				line += ", token expired (refreshed on the next request)"
+			}
+		}
+		if a.Failure != nil {
+			line += "; last failure at " + a.Failure.Phase + ": " + a.Failure.Error
+		}
+		return line
+	case a.SignedOutAt != 0:
+		return "signed out"
+	}
+	return ""
 }
 
 func dash(s string) string {
