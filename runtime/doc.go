@@ -37,6 +37,13 @@
 // journal.resumed, then what it kept, and carries on. View.Journal says
 // which.
 //
+// A remote server's requests carry its stored OAuth sign-in when
+// Options.OAuthStore is set (oauth_conn.go, package runtime/oauth): a
+// refresh is journaled as auth.refreshed, a 401 that no sign-in answers
+// makes the attempt fail with class auth (failed/needs_auth, no retry),
+// and RecordAuth journals a sign-in made beside the session, which
+// relaunches such a server. Tokens reach neither the journal nor a log.
+//
 // # Concurrency
 //
 // Every goroutine is started through the Manager's wait group and ends by
