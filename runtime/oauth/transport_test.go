@@ -363,3 +363,31 @@ func TestLogoutRevokeFailureStillDeletes(t *testing.T) {
 		t.Errorf("a failed revocation kept the entry: %v", err)
 	}
 }
+
+// TestTransportPicksUpStepUp: a 403 insufficient_scope is a *ScopeError
+// naming the scopes asked for, held and missing; once a sign-in with more
+// scope is stored (a step-up by `mcpledger login` or a one-shot call), the
+// same Transport's next 403 re-reads the store and retries once with the
+// new token, which passes.
+func TestTransportPicksUpStepUp(t *testing.T) {
+	e := newEnv(t)
+	e.mustLogin()
+	e.mcp.mu.Lock()
+	e.mcp.stepUp = "write"
+	e.mcp.mu.Unlock()
+	tr := e.transport(nil, nil)
+	err := callEcho(t, tr, e.mcp.url())
+	var se *ScopeError
+	if !errors.As(err, &se) || !errors.Is(err, ErrInsufficientScope) {
+		t.Fatalf("err = %v, want a *ScopeError", err)
+	}
+	if se.Server != "hosted" || !slices.Equal(se.Missing, []string{"write"}) || !slices.Contains(se.Want, "write") || !slices.Contains(se.Want, "read") {
+		t.Errorf("ScopeError = %+v", se)
+	}
+	if _, err := e.login(ClientConfig{Scopes: append(slices.Clone(se.Held), "read", "write")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := callEcho(t, tr, e.mcp.url()); err != nil {
+		t.Errorf("after the step-up was stored: %v", err)
+	}
+}
