@@ -15,6 +15,7 @@ import (
 	rt "github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/control"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 	"github.com/mcpledger/mcpledger/runtime/oauth"
 )
 
@@ -118,6 +119,12 @@ func (c *AuthCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	if ev != nil {
+		// As every event about the server: its secrets and credential
+		// patterns redacted, its URL as the config journals it.
+		if si, ok := ev.(*events.AuthSignedIn); ok {
+			si.Resource = spec.Config.URL
+		}
+		guard.NewRedactor(spec.Secrets()).Scrub(ev)
 		res.Journaled = c.record(ctx, f, name, ev)
 	}
 	if opErr != nil {
@@ -329,10 +336,12 @@ func (e *env) stepUp(ctx context.Context, m *rt.Manager, cf *configFlags, se *oa
 	g, err := oauth.Login(ctx, oauth.LoginOptions{Server: se.Server, URL: spec.URL, Transport: string(spec.Config.Transport),
 		Headers: spec.Headers, Client: cc, Store: oauth.NewStore(path), Open: e.opener(se.Server, false)})
 	if err != nil {
-		_ = m.RecordAuth(ctx, se.Server, &events.AuthFailed{Phase: events.AuthPhaseStepUp, Error: err.Error()})
+		f := &events.AuthFailed{Phase: events.AuthPhaseStepUp, Error: err.Error()}
+		guard.NewRedactor(spec.Secrets()).Scrub(f)
+		_ = m.RecordAuth(ctx, se.Server, f)
 		return err
 	}
-	return m.RecordAuth(ctx, se.Server, &events.AuthSignedIn{Issuer: g.Issuer, Resource: g.Resource, Scopes: g.Scopes,
+	return m.RecordAuth(ctx, se.Server, &events.AuthSignedIn{Issuer: g.Issuer, Resource: spec.Config.URL, Scopes: g.Scopes,
 		ClientKind: string(g.ClientKind), ExpiresAt: unixNano(g.Expiry), StepUp: true})
 }
 

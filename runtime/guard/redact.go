@@ -106,6 +106,10 @@ func (r Redactor) Scrub(p events.Payload) {
 		p.Error = r.RedactString(p.Error)
 	case *events.HandshakeCompleted:
 		p.Instructions = r.RedactString(p.Instructions)
+	case *events.AuthFailed:
+		p.Error = r.RedactString(p.Error)
+	case *events.AuthSignedOut:
+		p.RevokeError = r.RedactString(p.RevokeError)
 	}
 }
 
