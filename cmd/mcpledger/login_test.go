@@ -91,7 +91,9 @@ func TestStatusNeedsAuth(t *testing.T) {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	reject := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) { return nil, auth.ErrInvalidToken }
+	reject := func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+		return nil, auth.ErrInvalidToken
+	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "hosted"}, nil)
 	mux.Handle("/mcp", auth.RequireBearerToken(reject, &auth.RequireBearerTokenOptions{ResourceMetadataURL: srv.URL + "/.well-known/oauth-protected-resource/mcp"})(
 		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
