@@ -164,6 +164,27 @@ func TestRecordGoldenJournals(t *testing.T) {
 		export(j, m.Session(), "approvals")
 	})
 
+	t.Run("sign-in", func(t *testing.T) {
+		// A hosted server that needs a sign-in: failed/needs_auth at once,
+		// then the sign-in `mcpledger login` journals relaunches it.
+		p := newProtectedServer(t)
+		st := oauthStore(t)
+		j, adapter := openJournal(t)
+		c, s := remote("hosted", events.TransportHTTP, p.url(), nil)
+		o := fastOpts(configOf(c, s))
+		o.OAuthStore = st
+		m, _ := runtime.New(adapter, o)
+		m.Start(t.Context())
+		waitFor(t, m, "needs_auth", func(v *runtime.View) bool { return state(v, "hosted").Reason == events.ReasonNeedsAuth })
+		p.signIn(t, st, "hosted", false)
+		m.RecordAuth(t.Context(), "hosted", &events.AuthSignedIn{Issuer: p.srv.URL, Resource: p.url(), Scopes: []string{"mcp"},
+			ClientKind: events.ClientRegistered})
+		waitFor(t, m, "ready", func(v *runtime.View) bool { return state(v, "hosted").State == events.StateReady })
+		m.CallTool(t.Context(), "mcp__hosted__echo", map[string]any{"message": "signed in"})
+		m.Close()
+		export(j, m.Session(), "sign-in")
+	})
+
 	t.Run("tool-pinning", func(t *testing.T) {
 		j, adapter := openJournal(t)
 		w := newWorkspace(t)
