@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/control"
@@ -62,6 +63,20 @@ func TestControlSocket(t *testing.T) {
 	}
 	if !strings.Contains(string(res), "via socket") {
 		t.Errorf("call result %s", res)
+	}
+	// auth: `mcpledger login` beside the session journals its sign-in
+	// through the socket (the event's JSON form); only auth.* kinds.
+	signed, _ := json.Marshal(events.Event{ID: events.NewID(), Kind: events.KindAuthSignedIn, Server: "mem",
+		Payload: &events.AuthSignedIn{Issuer: "https://as.example", ClientKind: events.ClientRegistered}})
+	if err := c.Do(t.Context(), control.Request{Op: "auth", Name: "mem", Args: signed}, nil); err != nil {
+		t.Errorf("auth: %v", err)
+	}
+	stop, _ := json.Marshal(events.Event{ID: events.NewID(), Kind: events.KindStopRequested, Payload: &events.StopRequested{By: "x"}})
+	if err := c.Do(t.Context(), control.Request{Op: "auth", Name: "mem", Args: stop}, nil); err == nil || !strings.Contains(err.Error(), "only auth.* events") {
+		t.Errorf("auth op with a stop.requested: %v", err)
+	}
+	if err := c.Do(t.Context(), control.Request{Op: "auth", Name: "mem", Args: json.RawMessage(`{"kind":`)}, nil); err == nil {
+		t.Error("auth op with broken JSON succeeded")
 	}
 	err = c.Do(t.Context(), control.Request{Op: "reconnect", Name: "ghost"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "unknown server") {
