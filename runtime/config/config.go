@@ -93,7 +93,8 @@ type Spec struct {
 	Headers map[string]string
 	// Timeout is the server's "timeout" (0: use the runtime default).
 	Timeout time.Duration
-	// Call holds "callPolicy", "toolPolicies" and "toolTimeouts".
+	// Call holds "callPolicy", "toolPolicies", "toolTimeouts" and
+	// "maxResultChars".
 	Call CallSettings
 	// OAuth is a remote server's "oauth" object resolved (nil when it has
 	// none or it sets nothing).

@@ -42,7 +42,7 @@ type parsedServer struct {
 	oauth    *events.OAuthConfig // as written (cfg.OAuth holds the secret's digest)
 	problems []string            // each one says what to do; non-empty => Invalid
 	warnings []string
-	call     CallSettings // callPolicy, toolPolicies, toolTimeouts
+	call     CallSettings // callPolicy, toolPolicies, toolTimeouts, maxResultChars
 }
 
 // userSettings are the admission and trust settings of the user config.
@@ -198,7 +198,7 @@ func (s *userSettings) set(m member, at func(int) string) []string {
 // Entry fields.
 var knownFields = []string{"type", "command", "args", "env", "cwd", "url", "headers",
 	"disabled", "enabled", "timeout", "includeTools", "excludeTools", "protocolVersion",
-	"callPolicy", "toolPolicies", "toolTimeouts", "oauth"}
+	"callPolicy", "toolPolicies", "toolTimeouts", "maxResultChars", "oauth"}
 
 // parseServer reads one server entry as written.
 func parseServer(path string, data []byte, m member, scope events.Scope) (p parsedServer) {
@@ -273,7 +273,7 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 			if bad == "" && p.cfg.TimeoutMs > 0 && p.cfg.TimeoutMs < 1000 {
 				p.warnings = append(p.warnings, fmt.Sprintf(`"timeout" is %d milliseconds; write %d for %d seconds`, p.cfg.TimeoutMs, p.cfg.TimeoutMs*1000, p.cfg.TimeoutMs))
 			}
-		case "callPolicy", "toolPolicies", "toolTimeouts":
+		case "callPolicy", "toolPolicies", "toolTimeouts", "maxResultChars":
 			bad = p.call.parseField(f.key, f.val)
 		case "oauth":
 			var w, probs []string

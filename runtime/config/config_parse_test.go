@@ -180,3 +180,37 @@ func TestConfigJSONCOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigMaxResultChars: "maxResultChars" is carried in the entry's
+// call settings (0 included: no bound); anything but a whole number of 0
+// or more makes the entry invalid with a message saying what to write.
+func TestConfigMaxResultChars(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "servers.json")
+	writeConfig(t, path, servers(
+		`"big": {"command": "x", "maxResultChars": 200000}`,
+		`"whole": {"command": "x", "maxResultChars": 0}`,
+		`"unset": {"command": "x"}`,
+		`"negative": {"command": "x", "maxResultChars": -1}`,
+		`"fraction": {"command": "x", "maxResultChars": 1.5}`,
+		`"text": {"command": "x", "maxResultChars": "100k"}`,
+		`"huge": {"command": "x", "maxResultChars": 1e15}`))
+	lc := Load(Sources{Flags: []string{path}, Home: "/home/u"})
+	for name, want := range map[string]int{"big": 200000, "whole": 0} {
+		got := lc.Specs[name].Call.MaxResultChars
+		if got == nil || *got != want {
+			t.Errorf("%s: MaxResultChars %v, want %d", name, got, want)
+		}
+	}
+	if got := lc.Specs["unset"].Call.MaxResultChars; got != nil {
+		t.Errorf("unset: MaxResultChars %d, want none", *got)
+	}
+	for _, name := range []string{"negative", "fraction", "text", "huge"} {
+		s := server(t, lc, name)
+		if !strings.Contains(s.Invalid, `"maxResultChars" must be a whole number of characters, 0 or more, like 100000 (0: results are not bounded)`) {
+			t.Errorf("%s: Invalid = %q", name, s.Invalid)
+		}
+		if _, ok := lc.Specs[name]; ok {
+			t.Errorf("%s: an invalid entry has a spec", name)
+		}
+	}
+}

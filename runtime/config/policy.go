@@ -25,18 +25,27 @@ const (
 // Valid reports whether p is always, never or ask.
 func (p CallPolicy) Valid() bool { return p == PolicyAlways || p == PolicyNever || p == PolicyAsk }
 
+// maxResultChars is the largest "maxResultChars" taken (1<<40: larger
+// than any result a server can send).
+const maxResultChars = 1 << 40
+
 // CallSettings are a server's call settings from its config entry:
 // "callPolicy": "ask", "toolPolicies": {"delete_repo": "never"},
-// "toolTimeouts": {"slow_query": 300000} (milliseconds). They are not part
+// "toolTimeouts": {"slow_query": 300000} (milliseconds), "maxResultChars":
+// 100000 (the bound of a result's rendered text; 0: none). They are not part
 // of the journaled config or its hash; each decision journals the policy
 // it applied.
 type CallSettings struct {
 	Policy       CallPolicy
 	ToolPolicies map[string]CallPolicy
 	ToolTimeouts map[string]time.Duration
+	// MaxResultChars, when set, bounds the server's results in characters
+	// instead of the runtime's default (0: no bound).
+	MaxResultChars *int
 }
 
-// parseField reads "callPolicy", "toolPolicies" or "toolTimeouts"; the result is a problem to report
+// parseField reads "callPolicy", "toolPolicies", "toolTimeouts" or
+// "maxResultChars"; the result is a problem to report
 // ("" when fine).
 func (cs *CallSettings) parseField(key string, val []byte) string {
 	switch key {
@@ -70,6 +79,13 @@ func (cs *CallSettings) parseField(key string, val []byte) string {
 			}
 			cs.ToolTimeouts[k] = time.Duration(ms) * time.Millisecond
 		}
+	case "maxResultChars":
+		var n float64
+		if json.Unmarshal(val, &n) != nil || n < 0 || n > maxResultChars || n != float64(int64(n)) {
+			return `"maxResultChars" must be a whole number of characters, 0 or more, like 100000 (0: results are not bounded)`
+		}
+		v := int(n)
+		cs.MaxResultChars = &v
 	}
 	return ""
 }
