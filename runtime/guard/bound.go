@@ -1,0 +1,232 @@
+package guard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcpledger/mcpledger/runtime/internal/swar"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BoundResult bounds res for a client that takes results as results (the
+// gateway) the way RenderResult bounds its rendering for an agent's
+// context, keeping the result's shape. r is RenderResult(res, maxChars):
+// if it cut nothing and the structured content fits, res itself is
+// returned. Otherwise a copy where:
+//
+//   - blocks are kept in order while they fit in maxChars characters (one
+//     character between blocks, as rendered); the first that does not is
+//     cut: a text block at a character boundary, a text block holding a
+//     JSON object or array structurally (see BoundJSON), any other block
+//     dropped; later blocks are dropped;
+//   - structured content longer than maxChars characters as JSON is
+//     bounded structurally (BoundJSON): it stays valid JSON;
+//   - a last text block says how many characters were cut of how many
+//     (the whole rendering's size, as r counts it):
+//     "[mcpledger: output truncated: CUT of CHARS characters cut]".
+//
+// maxChars <= 0 bounds nothing.
+func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToolResult {
+	if res == nil || maxChars <= 0 {
+		return res
+	}
+	var structured []byte
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil && utf8.RuneCount(b) > maxChars {
+			structured = b
+		}
+	}
+	if r.Cut == 0 && structured == nil {
+		return res
+	}
+	out := *res
+	if structured != nil {
+		out.StructuredContent = json.RawMessage(BoundJSON(structured, maxChars))
+	}
+	if r.Cut == 0 {
+		return &out
+	}
+	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
+	kept := 0 // characters of the blocks kept, and of the lines between them
+	for i, c := range res.Content {
+		line := min(i, 1)
+		room := maxChars - kept - line
+		if room <= 0 {
+			break
+		}
+		if t, ok := c.(*mcp.TextContent); ok {
+			if n := swar.RuneCount(t.Text); n <= room {
+				out.Content = append(out.Content, c)
+				kept += line + n
+				continue
+			}
+			cp := *t
+			cp.Text = cutText(t.Text, room)
+			out.Content = append(out.Content, &cp)
+			kept += line + utf8.RuneCountInString(cp.Text)
+			break
+		}
+		b, err := json.Marshal(c)
+		if err != nil || utf8.RuneCount(b) > room {
+			break
+		}
+		out.Content = append(out.Content, c)
+		kept += line + utf8.RuneCount(b)
+	}
+	out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf(
+		"[mcpledger: output truncated: %d of %d characters cut]", max(r.Chars-kept, 0), r.Chars)})
+	return &out
+}
+
+// cutText keeps at most room characters of s: structurally when s is a
+// JSON object or array (BoundJSON), else its first room characters.
+func cutText(s string, room int) string {
+	if t := strings.TrimSpace(s); t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		return BoundJSON([]byte(t), room)
+	}
+	return prefixRunes(s, room)
+}
+
+// BoundJSON returns the JSON document doc within about maxChars
+// characters as valid JSON: object members (in key order) and array items
+// are kept while they fit, the one that does not is bounded in turn, and
+// the rest are dropped; a cut string ends with "…[mcpledger: N characters
+// cut]", a cut array ends with the item "[mcpledger: N of M items cut]",
+// and a cut object gets the member "mcpledger_truncated": "N of M members
+// cut". A document that fits, or that is not valid JSON, is returned as
+// it is.
+func BoundJSON(doc []byte, maxChars int) string {
+	if utf8.RuneCount(doc) <= maxChars {
+		return string(doc)
+	}
+	d := json.NewDecoder(bytes.NewReader(doc))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return string(doc)
+	}
+	kept, _, f := fitJSON(v, maxChars)
+	if f == fitNone {
+		kept = fmt.Sprintf("[mcpledger: all %d characters cut]", utf8.RuneCount(doc))
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return string(doc)
+	}
+	return string(b)
+}
+
+// fit says how much of a JSON value fitJSON kept.
+type fit int
+
+const (
+	fitWhole fit = iota // all of it
+	fitCut              // a part, saying what was cut
+	fitNone             // nothing: not even a part fits
+)
+
+// fitJSON returns v cut to encode in at most room characters (leaving
+// out what follows a cut is the caller's part), and how many it takes.
+func fitJSON(v any, room int) (any, int, fit) {
+	n := jsonLen(v)
+	if n <= room {
+		return v, n, fitWhole
+	}
+	switch x := v.(type) {
+	case string:
+		return fitString(x, room)
+	case []any:
+		return fitArray(x, room)
+	case map[string]any:
+		return fitObject(x, room)
+	}
+	return nil, 0, fitNone
+}
+
+// noteRoom is the most characters a note on a cut takes (with its comma).
+const noteRoom = 56
+
+func fitString(s string, room int) (any, int, fit) {
+	all := swar.RuneCount(s)
+	for keep := room - noteRoom; keep > 0; {
+		out := fmt.Sprintf("%s…[mcpledger: %d characters cut]", prefixRunes(s, keep), all-keep)
+		n := jsonLen(out)
+		if n <= room {
+			return out, n, fitCut
+		}
+		keep -= n - room // escaped characters take more than one
+	}
+	return nil, 0, fitNone
+}
+
+// prefixRunes returns the first n characters of s.
+func prefixRunes(s string, n int) string {
+	i := 0
+	for k := 0; k < n && i < len(s); k++ {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+	}
+	return s[:i]
+}
+
+func fitArray(a []any, room int) (any, int, fit) {
+	out := make([]any, 0, len(a))
+	used := 2 // []
+	for i, e := range a {
+		comma := min(i, 1)
+		v, n, f := fitJSON(e, room-used-comma-noteRoom)
+		if f == fitNone {
+			break
+		}
+		out = append(out, v)
+		used += comma + n
+		if f == fitCut {
+			break
+		}
+	}
+	if used+noteRoom > room && len(out) == 0 {
+		return nil, 0, fitNone
+	}
+	note := fmt.Sprintf("[mcpledger: %d of %d items cut]", len(a)-len(out), len(a))
+	used += min(len(out), 1) + jsonLen(note)
+	return append(out, note), used, fitCut
+}
+
+func fitObject(o map[string]any, room int) (any, int, fit) {
+	keys := slices.Sorted(maps.Keys(o))
+	out := make(map[string]any, len(o)+1)
+	used := 2 // {}
+	for i, k := range keys {
+		head := min(i, 1) + jsonLen(k) + 1 // the comma, "k":
+		v, n, f := fitJSON(o[k], room-used-head-noteRoom)
+		if f == fitNone {
+			break
+		}
+		out[k] = v
+		used += head + n
+		if f == fitCut {
+			break
+		}
+	}
+	if used+noteRoom > room && len(out) == 0 {
+		return nil, 0, fitNone
+	}
+	note := fmt.Sprintf("%d of %d members cut", len(o)-len(out), len(o))
+	used += min(len(out), 1) + jsonLen("mcpledger_truncated") + 1 + jsonLen(note)
+	out["mcpledger_truncated"] = note
+	return out, used, fitCut
+}
+
+// jsonLen is how many characters v takes as JSON.
+func jsonLen(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return utf8.RuneCount(b)
+}
