@@ -45,8 +45,13 @@ type CallResult struct {
 	CallID string
 	// Result is the CallToolResult as the server sent it.
 	Result *mcp.CallToolResult
-	// Rendered is Result as text for an agent's context: bounded by
-	// Options.MaxResultChars, and wrapped when asked.
+	// Bounded is Result bounded like Rendered, in the shape the server
+	// sent it (guard.BoundResult): what a client that takes results whole
+	// (the gateway's) gets. It is Result itself when nothing was cut.
+	Bounded *mcp.CallToolResult
+	// Rendered is Result as text for an agent's context: bounded by the
+	// server's "maxResultChars", else Options.MaxResultChars, and wrapped
+	// when asked.
 	guard.Rendered
 	// Signals names the injection patterns found in the rendered text
 	// (advisory; also journaled on call.finished).
@@ -96,7 +101,9 @@ func (m *Manager) CallTool(ctx context.Context, name string, args any) (*mcp.Cal
 //     isError result (TypeScript servers), returns ErrUnknownTool and
 //     re-lists the server's tools.
 //  6. The result is rendered (text blocks verbatim, other blocks as
-//     JSON), bounded by Options.MaxResultChars with a marker, scanned for
+//     JSON), bounded by the server's "maxResultChars", else
+//     Options.MaxResultChars, with a marker (and bounded in its own shape
+//     as CallResult.Bounded), scanned for
 //     injection signals (advisory: nothing is blocked or changed), wrapped
 //     when asked, and journaled on call.finished, redacted and capped.
 func (m *Manager) CallToolWith(ctx context.Context, name string, args any, o *CallOptions) (*CallResult, error) {

@@ -109,7 +109,12 @@ func firstText(res *mcp.CallToolResult) string {
 func (m *Manager) finish(cl *call, res *mcp.CallToolResult, raw []byte, err error, fin *events.CallFinished) (*CallResult, error) {
 	out := &CallResult{CallID: cl.id, Result: res}
 	if res != nil {
-		out.Rendered = guard.RenderResult(res, m.opts.MaxResultChars)
+		limit := m.opts.MaxResultChars
+		if n := cl.settings.MaxResultChars; n != nil {
+			limit = *n // 0: no bound
+		}
+		out.Rendered = guard.RenderResult(res, limit)
+		out.Bounded = guard.BoundResult(res, out.Rendered, limit)
 		out.Signals = guard.DetectInjection(out.Text)
 		fin.Signals, fin.RenderedChars, fin.CutChars = out.Signals, int64(out.Chars), int64(out.Cut)
 		if cl.opts.Wrap || m.opts.WrapOutput {

@@ -15,6 +15,7 @@ import (
 
 	rt "github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/gateway"
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // ServeCommand runs the configured servers and exposes their live catalog
@@ -24,12 +25,14 @@ type ServeCommand struct{ env *env }
 // Run parses args and serves until interrupted, or (stdio) until the
 // client disconnects.
 func (c *ServeCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("serve", "--stdio | --http 127.0.0.1:PORT [--plain-names] [--token-file F] [--max-sessions N] [--session-idle D] [--max-inflight N] [--max-inflight-mb MB] [--body-timeout D] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
+	f := c.env.newCommandFlags("serve", "--stdio | --http 127.0.0.1:PORT [--plain-names] [--max-result-chars N] [--wrap] [--token-file F] [--max-sessions N] [--session-idle D] [--max-inflight N] [--max-inflight-mb MB] [--body-timeout D] [--mcp-config FILE]... [--workspace DIR] [--allowed-servers a,b]")
 	var cf configFlags
 	cf.register(f)
 	stdio := f.Bool("stdio", false, "serve one MCP client on stdin/stdout (what Claude Desktop, VS Code and Cursor launch)")
 	addr := f.String("http", "", "serve Streamable HTTP on `HOST:PORT` at /mcp (loopback only unless --allow-remote)")
 	plain := f.Bool("plain-names", false, "keep every tool, prompt and resource name as its server gave it (refused when two servers share one)")
+	maxChars := f.Int("max-result-chars", guard.DefaultMaxResultChars, "bound every result at `N` characters, cut with a marker saying how many of how many were cut (0: no bound; a server's \"maxResultChars\" overrides it)")
+	wrap := f.Bool("wrap", false, `answer every call with its output as text between <mcp_tool_output server=… tool=… trust="untrusted"> markers, as call --wrap prints it`)
 	tokenFile := f.String("token-file", "", "HTTP: require `F`'s content as bearer token (Authorization: Bearer TOKEN); a missing or wrong one gets 401 and is journaled")
 	allowRemote := f.Bool("allow-remote", false, "HTTP: allow a non-loopback address (requires --token-file)")
 	var hosts, origins []string
@@ -52,6 +55,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	}
 	if *stdio && (*tokenFile != "" || *allowRemote || len(hosts)+len(origins) > 0) {
 		return usageErrorf("serve: --token-file, --allow-remote, --allow-host and --allow-origin are for --http")
+	}
+	if *maxChars < 0 {
+		return usageErrorf("serve: --max-result-chars must be 0 (no bound) or more")
 	}
 	if lim.MaxSessions < 1 || lim.MaxInflight < 1 || *inflightMB < 8 || lim.BodyTimeout <= 0 || *idle < 0 {
 		return usageErrorf("serve: --max-sessions and --max-inflight must be at least 1, --max-inflight-mb at least 8 (twice one request's body limit), --body-timeout positive, --session-idle not negative")
@@ -108,10 +114,14 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.Watch = *watch
+	opts.MaxResultChars = *maxChars
+	if *maxChars == 0 {
+		opts.MaxResultChars = -1 // no bound
+	}
 	if *relaxed {
 		opts.Durability = rt.Relaxed
 	}
-	gw := gateway.New(&gateway.Options{PlainNames: *plain, Logger: opts.Logger, Version: version()})
+	gw := gateway.New(&gateway.Options{PlainNames: *plain, Wrap: *wrap, Logger: opts.Logger, Version: version()})
 	m, err := rt.New(gw.Bind(opts, storeJournal{j.Journal}), opts)
 	if err != nil {
 		return err

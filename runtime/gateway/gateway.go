@@ -54,6 +54,10 @@ type Options struct {
 	// SettleTimeout bounds how long Attach waits for ready servers to list
 	// their resources and prompts (default 10 s).
 	SettleTimeout time.Duration
+	// Wrap answers every call with its result rendered as text between
+	// untrusted-content markers (runtime.CallOptions.Wrap, as `mcpledger
+	// call --wrap` prints it) instead of its blocks.
+	Wrap bool
 }
 
 func (o Options) withDefaults() Options {
@@ -419,10 +423,10 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if len(req.Params.Arguments) > 0 {
 		args = req.Params.Arguments
 	}
-	r, err := m.CallToolWith(ctx, t.catalog, args, &runtime.CallOptions{Caller: g.caller(req.Session)})
+	r, err := m.CallToolWith(ctx, t.catalog, args, &runtime.CallOptions{Caller: g.caller(req.Session), Wrap: g.opts.Wrap})
 	g.linger(gc)
 	if r != nil && r.Result != nil {
-		return r.Result, nil // isError results (unknown tool, tool errors) as the server sent them
+		return g.guarded(r), nil // isError results (unknown tool, tool errors) too
 	}
 	if err == nil {
 		return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
