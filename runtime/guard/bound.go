@@ -98,7 +98,9 @@ func cutText(s string, room int) string {
 // the rest are dropped; a cut string ends with "…[mcpledger: N characters
 // cut]", a cut array ends with the item "[mcpledger: N of M items cut]",
 // and a cut object gets the member "mcpledger_truncated": "N of M members
-// cut". A document that fits, or that is not valid JSON, is returned as
+// cut". A document with no room for any of it keeps only its kind: {"mcpledger_truncated":
+// "all N characters cut"}, ["[mcpledger: all N characters cut]"] or that
+// string. A document that fits, or that is not valid JSON, is returned as
 // it is.
 func BoundJSON(doc []byte, maxChars int) string {
 	if utf8.RuneCount(doc) <= maxChars {
@@ -111,8 +113,16 @@ func BoundJSON(doc []byte, maxChars int) string {
 		return string(doc)
 	}
 	kept, _, f := fitJSON(v, maxChars)
-	if f == fitNone {
-		kept = fmt.Sprintf("[mcpledger: all %d characters cut]", utf8.RuneCount(doc))
+	if f == fitNone { // keep the kind of the document: a result's structured content is an object
+		note := fmt.Sprintf("all %d characters cut", utf8.RuneCount(doc))
+		switch v.(type) {
+		case map[string]any:
+			kept = map[string]any{"mcpledger_truncated": note}
+		case []any:
+			kept = []any{"[mcpledger: " + note + "]"}
+		default:
+			kept = "[mcpledger: " + note + "]"
+		}
 	}
 	b, err := json.Marshal(kept)
 	if err != nil {

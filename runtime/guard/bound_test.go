@@ -167,7 +167,10 @@ func TestBoundJSON(t *testing.T) {
 			`{"a":"xxxxxxxxxx","b":"` + strings.Repeat("y", 65) + `…[mcpledger: 235 characters cut]","mcpledger_truncated":"1 of 3 members cut"}`},
 		{"object, no room for a part", `{"a":"` + strings.Repeat("x", 10) + `","b":"` + strings.Repeat("y", 300) + `","c":3}`, 130,
 			`{"a":"xxxxxxxxxx","mcpledger_truncated":"2 of 3 members cut"}`},
-		{"no room at all", `[` + strings.Repeat(`1,`, 100) + `1]`, 20, `"[mcpledger: all 203 characters cut]"`},
+		{"no room for an array", `[` + strings.Repeat(`1,`, 100) + `1]`, 20, `["[mcpledger: all 203 characters cut]"]`},
+		{"no room for an object", `{"a":"` + strings.Repeat("x", 100) + `"}`, 20, `{"mcpledger_truncated":"all 108 characters cut"}`},
+		{"no room for a string", `"` + strings.Repeat("x", 100) + `"`, 20, `"[mcpledger: all 102 characters cut]"`},
+		{"no room for a number", `12345678901234567890`, 5, `"[mcpledger: all 20 characters cut]"`},
 		{"numbers", `[1234567890,1234567890,1234567890,1234567890,1234567890,1234567890,1234567890,1234567890,1234567890]`, 80,
 			`[1234567890,1234567890,"[mcpledger: 7 of 9 items cut]"]`},
 	}
