@@ -247,6 +247,7 @@ func TestServeRefusesBadCommandLines(t *testing.T) {
 		{[]string{"serve", "--http", "127.0.0.1:0", "--max-sessions", "0"}, "--max-sessions and --max-inflight must be at least 1"},
 		{[]string{"serve", "--http", "127.0.0.1:0", "--body-timeout", "0s"}, "--body-timeout positive"},
 		{[]string{"serve", "--http", "127.0.0.1:0", "--session-idle", "-1m"}, "--session-idle not negative"},
+		{[]string{"serve", "--stdio", "--max-result-chars", "-1"}, "--max-result-chars must be 0 (no bound) or more"},
 	} {
 		r := runCLI(t, c.args...)
 		if r.err == nil || !strings.Contains(r.err.Error(), c.want) || exitCode(r.err) != 2 {
