@@ -271,6 +271,49 @@ func TestCallPolicyFromConfig(t *testing.T) {
 	}
 }
 
+// TestCallMaxResultCharsPerServer: a server's "maxResultChars" bounds its
+// results instead of Options.MaxResultChars, in the rendered text and in
+// CallResult.Bounded alike, and a reload that sets it to 0 lifts the
+// bound; Result stays as the server sent it.
+func TestCallMaxResultCharsPerServer(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"s": {"command": "`+bin+`", "maxResultChars": 40}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lc := config.Load(config.Sources{Flags: []string{cfg}, Workspace: dir})
+	_, adapter := openJournal(t)
+	opts := fastOpts(func() config.Reading { return lc })
+	opts.MaxResultChars = 1000
+	m, _ := runtime.New(adapter, opts)
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r, err := m.CallToolWith(t.Context(), "mcp__s__big", map[string]any{"bytes": 100}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := "[mcpledger: output truncated: 60 of 100 characters cut]"
+	if r.Text != strings.Repeat("x", 40)+"\n"+marker || r.Chars != 100 || r.Cut != 60 {
+		t.Errorf("rendered %q (chars %d, cut %d)", r.Text, r.Chars, r.Cut)
+	}
+	if len(r.Bounded.Content) != 2 || r.Bounded.Content[0].(*mcp.TextContent).Text != strings.Repeat("x", 40) ||
+		r.Bounded.Content[1].(*mcp.TextContent).Text != marker || textOf(t, r.Result) != strings.Repeat("x", 100) {
+		t.Errorf("bounded %+v, result %q", r.Bounded.Content, textOf(t, r.Result))
+	}
+	whole := 0
+	lc.Specs["s"] = withCall(lc.Specs["s"], config.CallSettings{MaxResultChars: &whole})
+	if err := m.Reload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r, err = m.CallToolWith(t.Context(), "mcp__s__big", map[string]any{"bytes": 2000}, nil)
+	if err != nil || len(r.Text) != 2000 || r.Cut != 0 || r.Bounded != r.Result {
+		t.Errorf("maxResultChars 0: %v, %d characters, cut %d, bounded is the result %v", err, len(r.Text), r.Cut, r.Bounded == r.Result)
+	}
+}
+
 func withCall(s config.Spec, c config.CallSettings) config.Spec {
 	s.Call = c
 	return s
