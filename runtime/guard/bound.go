@@ -37,7 +37,7 @@ func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToo
 	}
 	var structured []byte
 	if res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil && utf8.RuneCount(b) > maxChars {
+		if b := encodeJSON(res.StructuredContent); utf8.RuneCount(b) > maxChars {
 			structured = b
 		}
 	}
@@ -45,14 +45,18 @@ func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToo
 		return res
 	}
 	out := *res
+	kept := 0 // characters kept of the rendering: blocks, the lines between them
 	if structured != nil {
-		out.StructuredContent = json.RawMessage(BoundJSON(structured, maxChars))
+		b := boundJSON(structured, maxChars)
+		out.StructuredContent = json.RawMessage(b)
+		if len(res.Content) == 0 { // rendered as the structured content
+			kept = utf8.RuneCount(b)
+		}
 	}
 	if r.Cut == 0 {
 		return &out
 	}
 	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
-	kept := 0 // characters of the blocks kept, and of the lines between them
 	for i, c := range res.Content {
 		line := min(i, 1)
 		room := maxChars - kept - line
@@ -87,30 +91,38 @@ func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToo
 // JSON object or array (BoundJSON), else its first room characters.
 func cutText(s string, room int) string {
 	if t := strings.TrimSpace(s); t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
-		return BoundJSON([]byte(t), room)
+		return string(boundJSON([]byte(t), room))
 	}
 	return prefixRunes(s, room)
 }
 
 // BoundJSON returns the JSON document doc within about maxChars
-// characters as valid JSON: object members (in key order) and array items
-// are kept while they fit, the one that does not is bounded in turn, and
-// the rest are dropped; a cut string ends with "…[mcpledger: N characters
-// cut]", a cut array ends with the item "[mcpledger: N of M items cut]",
-// and a cut object gets the member "mcpledger_truncated": "N of M members
-// cut". A document with no room for any of it keeps only its kind: {"mcpledger_truncated":
-// "all N characters cut"}, ["[mcpledger: all N characters cut]"] or that
-// string. A document that fits, or that is not valid JSON, is returned as
-// it is.
-func BoundJSON(doc []byte, maxChars int) string {
+// characters as valid JSON: object members (in key order) and array
+// items are kept while they fit, the one that does not is bounded in
+// turn, and the rest are dropped; a cut string ends with
+// "…[mcpledger: N characters cut]", a cut array ends with the item
+// "[mcpledger: N of M items cut]", and a cut object gets the member
+// "mcpledger_truncated": "N of M members cut". A document with no room
+// for any of it keeps only its kind: {"mcpledger_truncated": "all N
+// characters cut"}, ["[mcpledger: all N characters cut]"] or that string.
+// A document that fits, or that is not valid JSON, is returned as it is.
+func BoundJSON(doc []byte, maxChars int) []byte {
+	if !json.Valid(doc) {
+		return doc
+	}
+	return boundJSON(doc, maxChars)
+}
+
+// boundJSON is BoundJSON of a valid document.
+func boundJSON(doc []byte, maxChars int) []byte {
 	if utf8.RuneCount(doc) <= maxChars {
-		return string(doc)
+		return doc
 	}
 	d := json.NewDecoder(bytes.NewReader(doc))
 	d.UseNumber()
 	var v any
 	if d.Decode(&v) != nil {
-		return string(doc)
+		return doc
 	}
 	kept, _, f := fitJSON(v, maxChars)
 	if f == fitNone { // keep the kind of the document: a result's structured content is an object
@@ -124,11 +136,7 @@ func BoundJSON(doc []byte, maxChars int) string {
 			kept = "[mcpledger: " + note + "]"
 		}
 	}
-	b, err := json.Marshal(kept)
-	if err != nil {
-		return string(doc)
-	}
-	return string(b)
+	return encodeJSON(kept)
 }
 
 // fit says how much of a JSON value fitJSON kept.
@@ -232,11 +240,15 @@ func fitObject(o map[string]any, room int) (any, int, fit) {
 	return out, used, fitCut
 }
 
-// jsonLen is how many characters v takes as JSON.
-func jsonLen(v any) int {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return 0
-	}
-	return utf8.RuneCount(b)
+// encodeJSON is v as JSON, with <, > and & as they are (json.Marshal
+// would escape them: the kept part of a document stays as it was).
+func encodeJSON(v any) []byte {
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false)
+	_ = e.Encode(v) // values decoded from JSON, and strings: they encode
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
+
+// jsonLen is how many characters v takes as JSON.
+func jsonLen(v any) int { return utf8.RuneCount(encodeJSON(v)) }

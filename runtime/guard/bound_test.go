@@ -59,6 +59,18 @@ func TestBoundResultText(t *testing.T) {
 	if got.Content[0] != first || len(res.Content) != 3 || res.Content[1].(*mcp.TextContent).Text != strings.Repeat("é", 20) {
 		t.Error("the kept block was copied, or the server's result changed")
 	}
+	// A block that fits exactly is kept as it is.
+	second := &mcp.TextContent{Text: "ef"}
+	got = bound(&mcp.CallToolResult{Content: []mcp.Content{first, second, &mcp.TextContent{Text: "gh"}}}, 7)
+	if len(got.Content) != 3 || got.Content[1] != second {
+		t.Errorf("an exact fit was not kept as it is: %q", texts(got))
+	}
+	// A text that starts like JSON but is not is cut as text.
+	notJSON := `{"a":1} ` + strings.Repeat("x", 20)
+	got = bound(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: notJSON}}}, 10)
+	if want := []string{`{"a":1} xx`, "[mcpledger: output truncated: 18 of 28 characters cut]"}; fmt.Sprint(texts(got)) != fmt.Sprint(want) {
+		t.Errorf("got %q, want %q", texts(got), want)
+	}
 	// A bound that ends between two blocks drops the next one whole.
 	got = bound(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "abcd"}, &mcp.TextContent{Text: "ef"}}}, 4)
 	if want := []string{"abcd", "[mcpledger: output truncated: 3 of 7 characters cut]"}; fmt.Sprint(texts(got)) != fmt.Sprint(want) {
@@ -79,6 +91,10 @@ func TestBoundResultBlocks(t *testing.T) {
 	res := &mcp.CallToolResult{Content: []mcp.Content{img, &mcp.TextContent{Text: strings.Repeat("x", 100)}}}
 	got := bound(res, 60) // 53 + 1 + 6 x
 	if want := []string{"<*mcp.ImageContent>", "xxxxxx", "[mcpledger: output truncated: 94 of 154 characters cut]"}; fmt.Sprint(texts(got)) != fmt.Sprint(want) {
+		t.Errorf("got %q, want %q", texts(got), want)
+	}
+	got = bound(res, 53) // the image fits exactly
+	if want := []string{"<*mcp.ImageContent>", "[mcpledger: output truncated: 101 of 154 characters cut]"}; fmt.Sprint(texts(got)) != fmt.Sprint(want) {
 		t.Errorf("got %q, want %q", texts(got), want)
 	}
 	got = bound(res, 52)
@@ -145,8 +161,13 @@ func TestBoundResultJSON(t *testing.T) {
 	// Structured content without blocks is rendered: bounded, and marked.
 	only := &mcp.CallToolResult{StructuredContent: doc}
 	got = bound(only, 2_000)
-	if sc, ok := got.StructuredContent.(json.RawMessage); !ok || !json.Valid(sc) || len(got.Content) != 1 {
-		t.Errorf("structured only: %T %v", got.StructuredContent, texts(got))
+	sc, ok = got.StructuredContent.(json.RawMessage)
+	if !ok || !json.Valid(sc) || len(got.Content) != 1 {
+		t.Fatalf("structured only: %T %v", got.StructuredContent, texts(got))
+	}
+	// What was kept is the structured content: the marker counts it.
+	if want := fmt.Sprintf("[mcpledger: output truncated: %d of %d characters cut]", len(b)-len(sc), len(b)); texts(got)[0] != want {
+		t.Errorf("structured only: marker %q, want %q", texts(got)[0], want)
 	}
 }
 
@@ -159,7 +180,10 @@ func TestBoundJSON(t *testing.T) {
 		want      string
 	}{
 		{"fits", `{"a":1}`, 7, `{"a":1}`},
+		{"fits exactly, as written", `{"b":1, "a":2}`, 14, `{"b":1, "a":2}`},
 		{"not JSON", strings.Repeat("x", 100), 10, strings.Repeat("x", 100)},
+		{"not JSON, but starts as JSON", `{"a":1} and more` + strings.Repeat("x", 100), 10, `{"a":1} and more` + strings.Repeat("x", 100)},
+		{"kept as written", `["<a&b>","` + strings.Repeat("x", 100) + `"]`, 70, `["<a&b>","[mcpledger: 1 of 2 items cut]"]`},
 		{"string", `"` + strings.Repeat("a", 200) + `"`, 100, `"` + strings.Repeat("a", 44) + `…[mcpledger: 156 characters cut]"`},
 		{"array", "[" + strings.Repeat(`"aaaaaaaaaa",`, 19) + `"aaaaaaaaaa"]`, 100,
 			`["aaaaaaaaaa","aaaaaaaaaa","aaaaaaaaaa","[mcpledger: 17 of 20 items cut]"]`},
@@ -175,11 +199,11 @@ func TestBoundJSON(t *testing.T) {
 			`[1234567890,1234567890,"[mcpledger: 7 of 9 items cut]"]`},
 	}
 	for _, tt := range tests {
-		got := BoundJSON([]byte(tt.doc), tt.max)
+		got := string(BoundJSON([]byte(tt.doc), tt.max))
 		if got != tt.want {
 			t.Errorf("%s:\n got  %s\n want %s", tt.name, got, tt.want)
 		}
-		if tt.name != "not JSON" && !json.Valid([]byte(got)) {
+		if !strings.HasPrefix(tt.name, "not JSON") && !json.Valid([]byte(got)) {
 			t.Errorf("%s: not valid JSON: %s", tt.name, got)
 		}
 	}
