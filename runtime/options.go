@@ -120,8 +120,10 @@ type Options struct {
 	// unless the caller is the user: CallOptions.UserApproved).
 	Approver Approver
 	// MaxResultChars bounds the rendered text of a result
-	// (CallResult.Text), in characters (default 50,000; <0: no bound).
-	// The cut is marked with how much was removed.
+	// (CallResult.Text) and the result in its own shape
+	// (CallResult.Bounded), in characters (default 50,000; <0: no bound),
+	// for servers whose config sets no "maxResultChars". The cut is marked
+	// with how much was removed.
 	MaxResultChars int
 	// WrapOutput wraps every rendered result in <mcp_tool_output
 	// server="…" tool="…" trust="untrusted"> boundary markers.

@@ -1,7 +1,10 @@
 // Package gateway is `mcpledger serve`: it puts a runtime.Manager (the
 // Manager below) behind one MCP server that any MCP client connects to,
 // over stdio or Streamable HTTP, so that every call a client makes through
-// it is validated, gated, journaled and redacted like `mcpledger call`.
+// it is validated, gated, journaled and redacted like `mcpledger call`, and
+// answered guarded as `call` prints it (guarded.go): bounded in the
+// result's own shape, its injection signals under _meta, wrapped in
+// untrusted-content markers if asked.
 //
 // It owns the face toward downstream clients: the exposed catalog (tool,
 // resource and prompt names, collisions, list_changed), the HTTP endpoint's
