@@ -149,50 +149,54 @@ const (
 )
 
 // fitJSON returns v cut to encode in at most room characters (leaving
-// out what follows a cut is the caller's part), and how many it takes.
+// out what follows a cut is the caller's part), and, when it is whole, how
+// many it takes.
 func fitJSON(v any, room int) (any, int, fit) {
 	n := jsonLen(v)
 	if n <= room {
 		return v, n, fitWhole
 	}
+	out, f := any(nil), fitNone
 	switch x := v.(type) {
 	case string:
-		return fitString(x, room)
+		out, f = fitString(x, room)
 	case []any:
-		return fitArray(x, room)
+		out, f = fitArray(x, room)
 	case map[string]any:
-		return fitObject(x, room)
+		out, f = fitObject(x, room)
 	}
-	return nil, 0, fitNone
+	return out, 0, f
 }
 
 // noteRoom is the most characters a note on a cut takes (with its comma).
 const noteRoom = 56
 
-func fitString(s string, room int) (any, int, fit) {
+func fitString(s string, room int) (any, fit) {
 	all := swar.RuneCount(s)
 	for keep := room - noteRoom; keep > 0; {
 		out := fmt.Sprintf("%s…[mcpledger: %d characters cut]", prefixRunes(s, keep), all-keep)
 		n := jsonLen(out)
 		if n <= room {
-			return out, n, fitCut
+			return out, fitCut
 		}
 		keep -= n - room // escaped characters take more than one
 	}
-	return nil, 0, fitNone
+	return nil, fitNone
 }
 
 // prefixRunes returns the first n characters of s.
 func prefixRunes(s string, n int) string {
-	i := 0
-	for k := 0; k < n && i < len(s); k++ {
-		_, w := utf8.DecodeRuneInString(s[i:])
-		i += w
+	k := 0
+	for i := range s { // i: where each character starts
+		if k == n {
+			return s[:i]
+		}
+		k++
 	}
-	return s[:i]
+	return s
 }
 
-func fitArray(a []any, room int) (any, int, fit) {
+func fitArray(a []any, room int) (any, fit) {
 	out := make([]any, 0, len(a))
 	used := 2 // []
 	for i, e := range a {
@@ -202,20 +206,18 @@ func fitArray(a []any, room int) (any, int, fit) {
 			break
 		}
 		out = append(out, v)
-		used += comma + n
 		if f == fitCut {
 			break
 		}
+		used += comma + n
 	}
-	if used+noteRoom > room && len(out) == 0 {
-		return nil, 0, fitNone
+	if len(out) == 0 && room < 2+noteRoom {
+		return nil, fitNone
 	}
-	note := fmt.Sprintf("[mcpledger: %d of %d items cut]", len(a)-len(out), len(a))
-	used += min(len(out), 1) + jsonLen(note)
-	return append(out, note), used, fitCut
+	return append(out, fmt.Sprintf("[mcpledger: %d of %d items cut]", len(a)-len(out), len(a))), fitCut
 }
 
-func fitObject(o map[string]any, room int) (any, int, fit) {
+func fitObject(o map[string]any, room int) (any, fit) {
 	keys := slices.Sorted(maps.Keys(o))
 	out := make(map[string]any, len(o)+1)
 	used := 2 // {}
@@ -226,18 +228,16 @@ func fitObject(o map[string]any, room int) (any, int, fit) {
 			break
 		}
 		out[k] = v
-		used += head + n
 		if f == fitCut {
 			break
 		}
+		used += head + n
 	}
-	if used+noteRoom > room && len(out) == 0 {
-		return nil, 0, fitNone
+	if len(out) == 0 && room < 2+noteRoom {
+		return nil, fitNone
 	}
-	note := fmt.Sprintf("%d of %d members cut", len(o)-len(out), len(o))
-	used += min(len(out), 1) + jsonLen("mcpledger_truncated") + 1 + jsonLen(note)
-	out["mcpledger_truncated"] = note
-	return out, used, fitCut
+	out["mcpledger_truncated"] = fmt.Sprintf("%d of %d members cut", len(o)-len(out), len(o))
+	return out, fitCut
 }
 
 // encodeJSON is v as JSON, with <, > and & as they are (json.Marshal

@@ -65,6 +65,12 @@ func TestBoundResultText(t *testing.T) {
 	if len(got.Content) != 3 || got.Content[1] != second {
 		t.Errorf("an exact fit was not kept as it is: %q", texts(got))
 	}
+	// A JSON array in a text block is cut as JSON.
+	arr := "[" + strings.Repeat(`"item",`, 30) + `"last"]`
+	got = bound(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: arr}}}, 100)
+	if txt := texts(got); len(txt) != 2 || !json.Valid([]byte(txt[0])) || !strings.HasPrefix(txt[0], `["item","item",`) {
+		t.Errorf("a JSON array text: %q", txt)
+	}
 	// A text that starts like JSON but is not is cut as text.
 	notJSON := `{"a":1} ` + strings.Repeat("x", 20)
 	got = bound(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: notJSON}}}, 10)
@@ -191,6 +197,17 @@ func TestBoundJSON(t *testing.T) {
 			`{"a":"xxxxxxxxxx","b":"` + strings.Repeat("y", 65) + `…[mcpledger: 235 characters cut]","mcpledger_truncated":"1 of 3 members cut"}`},
 		{"object, no room for a part", `{"a":"` + strings.Repeat("x", 10) + `","b":"` + strings.Repeat("y", 300) + `","c":3}`, 130,
 			`{"a":"xxxxxxxxxx","mcpledger_truncated":"2 of 3 members cut"}`},
+		{"fits once compact", `[1, 2]`, 5, `[1,2]`},
+		{"a string cut to exactly its room", `"` + strings.Repeat(`\"`, 200) + `"`, 78, `"` + strings.Repeat(`\"`, 22) + `…[mcpledger: 178 characters cut]"`},
+		{"a string with room for its note only", `"` + strings.Repeat("x", 100) + `"`, 56, `"[mcpledger: all 102 characters cut]"`},
+		{"an array with room for its note only", `["` + strings.Repeat("x", 100) + `"]`, 58, `["[mcpledger: 1 of 1 items cut]"]`},
+		{"an array with less", `["` + strings.Repeat("x", 100) + `"]`, 57, `["[mcpledger: all 104 characters cut]"]`},
+		{"an object with room for its note only", `{"a":"` + strings.Repeat("x", 100) + `"}`, 58, `{"mcpledger_truncated":"1 of 1 members cut"}`},
+		{"an object with less", `{"a":"` + strings.Repeat("x", 100) + `"}`, 57, `{"mcpledger_truncated":"all 108 characters cut"}`},
+		{"an item one character too long", `[1,22,` + strings.Repeat("4444,", 20) + `5]`, 61, `[1,"[mcpledger: 22 of 23 items cut]"]`},
+		{"an item that fits exactly", `[1,22,` + strings.Repeat("4444,", 20) + `5]`, 62, `[1,22,"[mcpledger: 21 of 23 items cut]"]`},
+		{"a member one character too long", `{"a":1,"b":22,"c":` + strings.Repeat("4", 100) + `}`, 69, `{"a":1,"mcpledger_truncated":"2 of 3 members cut"}`},
+		{"a member that fits exactly", `{"a":1,"b":22,"c":` + strings.Repeat("4", 100) + `}`, 70, `{"a":1,"b":22,"mcpledger_truncated":"1 of 3 members cut"}`},
 		{"no room for an array", `[` + strings.Repeat(`1,`, 100) + `1]`, 20, `["[mcpledger: all 203 characters cut]"]`},
 		{"no room for an object", `{"a":"` + strings.Repeat("x", 100) + `"}`, 20, `{"mcpledger_truncated":"all 108 characters cut"}`},
 		{"no room for a string", `"` + strings.Repeat("x", 100) + `"`, 20, `"[mcpledger: all 102 characters cut]"`},
