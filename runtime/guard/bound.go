@@ -26,9 +26,10 @@ import (
 //     dropped; later blocks are dropped;
 //   - structured content longer than maxChars characters as JSON is
 //     bounded structurally (BoundJSON): it stays valid JSON;
-//   - a last text block says how many characters were cut of how many
-//     (the whole rendering's size, as r counts it):
-//     "[mcpledger: output truncated: CUT of CHARS characters cut]".
+//   - when the rendering was cut, a last text block says how many
+//     characters were cut of how many (the whole rendering's size, as r
+//     counts it): "[mcpledger: output truncated: CUT of CHARS characters
+//     cut]" (structured content cut alone says so inside, see BoundJSON).
 //
 // maxChars <= 0 bounds nothing.
 func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToolResult {
@@ -219,7 +220,7 @@ func fitArray(a []any, room int) (any, fit) {
 
 func fitObject(o map[string]any, room int) (any, fit) {
 	keys := slices.Sorted(maps.Keys(o))
-	out := make(map[string]any, len(o)+1)
+	out := make(map[string]any, len(o))
 	used := 2 // {}
 	for i, k := range keys {
 		head := min(i, 1) + jsonLen(k) + 1 // the comma, "k":

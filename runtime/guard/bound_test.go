@@ -199,6 +199,7 @@ func TestBoundJSON(t *testing.T) {
 			`{"a":"xxxxxxxxxx","mcpledger_truncated":"2 of 3 members cut"}`},
 		{"fits once compact", `[1, 2]`, 5, `[1,2]`},
 		{"a string cut to exactly its room", `"` + strings.Repeat(`\"`, 200) + `"`, 78, `"` + strings.Repeat(`\"`, 22) + `…[mcpledger: 178 characters cut]"`},
+		{"a string of escapes, cut twice", `"` + strings.Repeat(`\"`, 200) + `"`, 100, `"` + strings.Repeat(`\"`, 22) + `…[mcpledger: 178 characters cut]"`},
 		{"a string with room for its note only", `"` + strings.Repeat("x", 100) + `"`, 56, `"[mcpledger: all 102 characters cut]"`},
 		{"an array with room for its note only", `["` + strings.Repeat("x", 100) + `"]`, 58, `["[mcpledger: 1 of 1 items cut]"]`},
 		{"an array with less", `["` + strings.Repeat("x", 100) + `"]`, 57, `["[mcpledger: all 104 characters cut]"]`},
