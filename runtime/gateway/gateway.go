@@ -90,7 +90,10 @@ func (o Options) withDefaults() Options {
 //
 // Tools keep their servers' schemas; calls go through the Manager
 // (validated, gated, journaled, redacted) with the client's identity
-// ("name/version session=ID") as the caller. Catalog changes reach clients
+// ("name/version session=ID") as the caller, and are answered with the
+// result bounded in its own shape (runtime.CallResult.Bounded), its
+// injection signals under _meta (MetaSignals), wrapped if Options.Wrap
+// says so. Catalog changes reach clients
 // as notifications/tools/list_changed. Resources, resource templates and
 // prompts of ready servers are exposed too (folded from the session's
 // resources.listed and prompts.listed events), and reads, prompts,
