@@ -110,7 +110,7 @@ func (c *AuthCommand) Run(ctx context.Context, args []string) error {
 			Client: clientConfig(spec), Store: st, Open: c.env.opener(name, noBrowser), Timeout: timeout,
 		})
 		if opErr == nil {
-			res.SignedIn, res.Issuer, res.Resource, res.Scopes = true, g.Issuer, g.Resource, g.Scopes
+			res.SignedIn, res.Issuer, res.Resource, res.Scopes = true, g.Issuer, spec.Config.URL, g.Scopes
 			res.ClientKind, res.Expires, res.StepUps = string(g.ClientKind), g.Expiry, g.StepUps
 			ev = &events.AuthSignedIn{Issuer: g.Issuer, Resource: g.Resource, Scopes: g.Scopes,
 				ClientKind: string(g.ClientKind), ExpiresAt: unixNano(g.Expiry), StepUp: g.StepUps > 0}
