@@ -107,6 +107,24 @@ func (p *protectedServer) signIn(t *testing.T, st *oauth.Store, name string, exp
 	}
 }
 
+// hostedManager is a Manager of one server, "hosted" (p over Streamable
+// HTTP), with st as its token store, on a journal file at path.
+func hostedManager(t *testing.T, p *protectedServer, st *oauth.Store) (j *store.Journal, path string, m *runtime.Manager) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "journal.db")
+	j, err := store.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, s := remote("hosted", events.TransportHTTP, p.url(), nil)
+	o := fastOpts(configOf(c, s))
+	o.OAuthStore = st
+	if m, err = runtime.New(runtimetest.StoreJournal{J: j}, o); err != nil {
+		t.Fatal(err)
+	}
+	return j, path, m
+}
+
 func oauthStore(t *testing.T) *oauth.Store {
 	return oauth.NewStore(filepath.Join(t.TempDir(), "state", "oauth-tokens.json"))
 }
@@ -119,18 +137,7 @@ func oauthStore(t *testing.T) *oauth.Store {
 func TestNeedsAuthThenSignIn(t *testing.T) {
 	p := newProtectedServer(t)
 	st := oauthStore(t)
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := store.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, s := remote("hosted", events.TransportHTTP, p.url(), nil)
-	o := fastOpts(configOf(c, s))
-	o.OAuthStore = st
-	m, err := runtime.New(runtimetest.StoreJournal{J: j}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, path, m := hostedManager(t, p, st)
 	if _, err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -182,18 +189,7 @@ func TestExpiredTokenRefreshed(t *testing.T) {
 	p := newProtectedServer(t)
 	st := oauthStore(t)
 	p.signIn(t, st, "hosted", true)
-	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := store.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, s := remote("hosted", events.TransportHTTP, p.url(), nil)
-	o := fastOpts(configOf(c, s))
-	o.OAuthStore = st
-	m, err := runtime.New(runtimetest.StoreJournal{J: j}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, path, m := hostedManager(t, p, st)
 	rep, err := m.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
