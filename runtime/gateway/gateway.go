@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -125,6 +126,7 @@ type Gateway struct {
 	m       atomic.Pointer[runtime.Manager]
 	bound   atomic.Bool
 	session atomic.Pointer[uuid.UUID] // the session appended through Bind's journal
+	fast    fastCalls                 // tools/call answered by the fast path, in flight
 
 	ctx       context.Context // ends at Close
 	cancel    context.CancelFunc
@@ -407,26 +409,34 @@ func (g *Gateway) caller(ss *mcp.ServerSession) string {
 
 // callTool is the handler of every exposed tool.
 func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return g.call(ctx, req.Session, req.Params.Name, req.Params.Arguments, req.Params.GetProgressToken())
+}
+
+// call makes a client's call of the exposed tool name with args (raw
+// JSON; none if empty) for session ss, token its progress token (nil if
+// it asked for none), and answers it guarded. Both call paths end here:
+// go-sdk's (callTool) and the fast one (fastcall.go).
+func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, rawArgs json.RawMessage, token any) (*mcp.CallToolResult, error) {
 	m := g.m.Load()
 	g.mu.Lock()
-	t, ok := g.tools[req.Params.Name]
+	t, ok := g.tools[name]
 	g.mu.Unlock()
 	if !ok || m == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(g.ctx, cancel) // Close cancels calls in flight
 	defer stop()
-	gc := &gwCall{ss: req.Session, server: t.server, token: req.Params.GetProgressToken(), rel: context.WithoutCancel(ctx)}
+	gc := &gwCall{ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx)}
 	g.track(gc, true)
 	defer g.track(gc, false)
 	ctx = context.WithValue(ctx, gwCallKey{}, gc)
 	var args any
-	if len(req.Params.Arguments) > 0 {
-		args = req.Params.Arguments
+	if len(rawArgs) > 0 {
+		args = rawArgs
 	}
-	r, err := m.CallToolWith(ctx, t.catalog, args, &runtime.CallOptions{Caller: g.caller(req.Session), Wrap: g.opts.Wrap})
+	r, err := m.CallToolWith(ctx, t.catalog, args, &runtime.CallOptions{Caller: g.caller(ss), Wrap: g.opts.Wrap})
 	g.linger(gc)
 	if r != nil && r.Result != nil {
 		return g.guarded(r), nil // isError results (unknown tool, tool errors) too
@@ -452,12 +462,22 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 func (g *Gateway) startingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil {
-			if msg := g.awaitExposed(ctx, r.Params.Name); msg != "" {
-				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+			if res := g.notExposed(ctx, r.Params.Name); res != nil {
+				return res, nil
 			}
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// notExposed waits, as startingMiddleware does, for name to be exposed; it
+// returns the tool error to answer if the call cannot go on, nil if it
+// can.
+func (g *Gateway) notExposed(ctx context.Context, name string) *mcp.CallToolResult {
+	if msg := g.awaitExposed(ctx, name); msg != "" {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+	}
+	return nil
 }
 
 // awaitExposed waits until name is exposed or no server that may offer it

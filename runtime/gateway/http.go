@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -118,10 +120,13 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 		tokenSum = sha256.Sum256([]byte(opts.Token))
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
-		&mcp.StreamableHTTPOptions{Logger: g.log, SessionTimeout: opts.SessionTimeout, MaxRequestBodyBytes: opts.MaxBodyBytes})
+		// Idle sessions are closed by the session table, which sees every
+		// request (go-sdk's timer misses those of the fast call path).
+		&mcp.StreamableHTTPOptions{Logger: g.log, MaxRequestBodyBytes: opts.MaxBodyBytes})
 	b := &budget{maxBytes: opts.MaxInflightBytes, maxReqs: opts.MaxInflight, idle: opts.OnIdle}
 	context.AfterFunc(g.ctx, b.stop)
-	sessions := newSessionTable(opts.MaxSessions, g.server)
+	sessions := newSessionTable(opts.MaxSessions, g.server, opts.SessionTimeout)
+	context.AfterFunc(g.ctx, sessions.stop)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostAllowed(r.Host, opts.AllowedHosts) {
 			g.rejectHTTP(w, r, events.RejectHost, http.StatusForbidden, "mcpledger: Host "+quoteHeader(r.Host)+" is not served here (DNS-rebinding protection)")
@@ -156,8 +161,13 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 // serveBounded hands r to go-sdk within the budget, the body limit and
 // timeout, and the session cap.
 func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Handler, b *budget, sessions *sessionTable, opts HTTPOptions) {
-	if id := r.Header.Get(sessionHeader); id != "" && sessions.begin(id) {
-		defer sessions.end(id)
+	var ss *mcp.ServerSession
+	if id := r.Header.Get(sessionHeader); id != "" {
+		var ok bool
+		post := r.Method == http.MethodPost
+		if ss, ok = sessions.begin(id, post); ok {
+			defer sessions.end(id, post)
+		}
 	}
 	if r.Method != http.MethodPost {
 		h.ServeHTTP(w, r) // GET streams and DELETE: no body
@@ -182,6 +192,15 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		g.refuseBody(w, r, err, opts.BodyTimeout)
 	}
 	if id := r.Header.Get(sessionHeader); id != "" {
+		if r.ContentLength >= 0 && r.ContentLength <= smallBody && fastEligible(r, ss) {
+			buf, err := io.ReadAll(body)
+			if err == nil && g.serveFast(w, r, ss, buf) {
+				return
+			}
+			// go-sdk's to answer: it reads the same bytes, and the same
+			// error after them (a refusal answered as ever).
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), errReader{err}))
+		}
 		h.ServeHTTP(rw, r)
 		if (r.ContentLength > smallBody || r.ContentLength < 0) && !rw.refused {
 			flushSession(h, r, id)
@@ -225,6 +244,16 @@ func flushSession(h http.Handler, r *http.Request, id string) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	h.ServeHTTP(discardWriter{h: http.Header{}}, req)
+}
+
+// errReader reads as err, or as the end of the body if err is nil.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err == nil {
+		return 0, io.EOF
+	}
+	return 0, e.err
 }
 
 // flushPing is flushSession's request.

@@ -3,6 +3,7 @@ package gateway
 import (
 	"container/list"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,9 +23,15 @@ import (
 // timeout. Eviction costs only the session silent the longest; its client,
 // if it comes back, gets 404, which the MCP transport spec answers by
 // initializing a new session.
+//
+// The table also closes sessions idle for timeout (no request in flight,
+// none answered since), as go-sdk's SessionTimeout would: go-sdk's timer
+// sees only the requests it serves, and the fast call path (fastcall.go)
+// answers most calls without it.
 type sessionTable struct {
-	max    int
-	server *mcp.Server
+	max     int
+	server  *mcp.Server
+	timeout time.Duration // 0: never
 
 	mu      sync.Mutex
 	byID    map[string]*list.Element // of *sessionEntry
@@ -34,35 +41,85 @@ type sessionTable struct {
 
 type sessionEntry struct {
 	id     string
-	active int // requests in flight
+	active int                // requests in flight
+	posts  int                // of which POSTs (a GET stream is no activity: go-sdk's rule)
+	ss     *mcp.ServerSession // go-sdk's session, once looked up
+	idle   *time.Timer        // closes the session once idle for the timeout
 }
 
-func newSessionTable(max int, server *mcp.Server) *sessionTable {
-	return &sessionTable{max: max, server: server, byID: map[string]*list.Element{}, lru: list.New()}
+func newSessionTable(max int, server *mcp.Server, timeout time.Duration) *sessionTable {
+	return &sessionTable{max: max, server: server, timeout: timeout, byID: map[string]*list.Element{}, lru: list.New()}
 }
 
-// begin marks a request of session id in flight. It reports false for an
-// ID the table does not hold (go-sdk answers it: 404 if it is unknown).
-func (t *sessionTable) begin(id string) bool {
+// begin marks a request of session id in flight (post: a POST, which
+// pauses the idle timer) and returns go-sdk's session of that ID (nil if
+// go-sdk holds none). It reports false for an ID the table does not hold
+// (go-sdk answers it: 404 if it is unknown).
+func (t *sessionTable) begin(id string, post bool) (*mcp.ServerSession, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.byID[id]
 	if !ok {
-		return false
+		return nil, false
 	}
-	e.Value.(*sessionEntry).active++
+	s := e.Value.(*sessionEntry)
+	s.active++
+	if post {
+		s.posts++
+		if s.idle != nil {
+			s.idle.Stop()
+		}
+	}
 	t.lru.MoveToFront(e)
-	return true
+	return t.lookup(s), true
 }
 
-// end marks a request of session id answered.
-func (t *sessionTable) end(id string) {
+// lookup returns go-sdk's session of s (nil if go-sdk holds none). t.mu
+// is held.
+func (t *sessionTable) lookup(s *sessionEntry) *mcp.ServerSession {
+	if s.ss == nil {
+		for ss := range t.server.Sessions() {
+			if ss.ID() == s.id {
+				s.ss = ss
+				break
+			}
+		}
+	}
+	return s.ss
+}
+
+// end marks a request of session id answered (post as given to begin).
+func (t *sessionTable) end(id string, post bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e, ok := t.byID[id]; ok {
 		s := e.Value.(*sessionEntry)
 		s.active--
 		t.lru.MoveToFront(e)
+		if post {
+			s.posts--
+			if s.posts == 0 && s.idle != nil {
+				s.idle.Reset(t.timeout)
+			}
+		}
+	}
+}
+
+// expire closes session s if it is still held and idle: its idle timer
+// fired.
+func (t *sessionTable) expire(s *sessionEntry) {
+	t.mu.Lock()
+	e, ok := t.byID[s.id]
+	if !ok || e.Value != s || s.posts > 0 {
+		t.mu.Unlock()
+		return
+	}
+	t.lru.Remove(e)
+	delete(t.byID, s.id)
+	ss := t.lookup(s)
+	t.mu.Unlock()
+	if ss != nil {
+		_ = ss.Close() // go-sdk forgets it; its client gets 404 and starts anew
 	}
 }
 
@@ -109,6 +166,9 @@ func (t *sessionTable) makeRoom() (bool, []*mcp.ServerSession) {
 		s := victim.Value.(*sessionEntry)
 		t.lru.Remove(victim)
 		delete(t.byID, s.id)
+		if s.idle != nil {
+			s.idle.Stop()
+		}
 		if ss := live[s.id]; ss != nil {
 			evicted = append(evicted, ss)
 		}
@@ -129,7 +189,22 @@ func (t *sessionTable) added(id string) {
 	if _, ok := t.byID[id]; ok {
 		return
 	}
-	t.byID[id] = t.lru.PushFront(&sessionEntry{id: id})
+	s := &sessionEntry{id: id}
+	if t.timeout > 0 {
+		s.idle = time.AfterFunc(t.timeout, func() { t.expire(s) })
+	}
+	t.byID[id] = t.lru.PushFront(s)
+}
+
+// stop stops the idle timers: the gateway is closing its sessions.
+func (t *sessionTable) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.byID {
+		if s := e.Value.(*sessionEntry); s.idle != nil {
+			s.idle.Stop()
+		}
+	}
 }
 
 // len returns the number of sessions held.
