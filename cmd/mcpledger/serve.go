@@ -104,6 +104,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		debug.SetMemoryLimit(memoryLimit(lim.MaxInflightBytes))
 	}
 	lim.OnIdle = (&memoryReleaser{}).release
+	if p := c.env.getenv("MCPLEDGER_CPUPROFILE"); p != "" {
+		stop, err := startCPUProfile(p)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	j, path, err := f.openWritable()
 	if err != nil {
 		return err
