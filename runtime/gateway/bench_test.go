@@ -2,15 +2,17 @@ package gateway_test
 
 // BenchmarkGateway (issue 7): what mcpledger serve adds to a tool call.
 // Results and the commands that produced them are in BENCHMARKS.md
-// ("gateway (issue 7)"). Run, e.g.:
+// ("Gateway"). Run, e.g. (bench/gateway.sh runs rounds and prints the
+// medians):
 //
-//	go test ./runtime -run '^$' -bench 'Gateway' -benchtime=2000x -count 5
+//	go test ./runtime/gateway -run '^$' -bench 'Gateway' -benchtime=2000x -count 1
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +45,10 @@ import (
 //     binary, built for the run; audit durability, its bbolt journal with
 //     fsync in b.TempDir()) → the same server over stdio;
 //   - via-serve-relaxed: the same with serve --relaxed;
+//   - via-tbxark: the same through the peer, TBXark/mcp-proxy at 4f78891
+//     (Go, mark3labs/mcp-go, records nothing), serving Streamable HTTP;
+//     the binary bench/tbxark.sh builds, named by MCPLEDGER_BENCH_TBXARK
+//     (skipped without it);
 //   - manager-stdio, manager-stdio-relaxed: Manager.CallTool in the
 //     benchmark process → the server over stdio, no gateway: the
 //     runtime's share of via-serve.
@@ -72,6 +79,7 @@ func BenchmarkGateway(b *testing.B) {
 	})
 	b.Run("via-serve", func(b *testing.B) { benchViaServe(b, bin, false) })
 	b.Run("via-serve-relaxed", func(b *testing.B) { benchViaServe(b, bin, true) })
+	b.Run("via-tbxark", func(b *testing.B) { benchViaTBXark(b, bin) })
 	b.Run("manager-stdio", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Audit) })
 	b.Run("manager-stdio-relaxed", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Relaxed) })
 }
@@ -130,6 +138,106 @@ func benchViaServe(b *testing.B, bin string, relaxed bool) {
 	}
 	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
 	benchConcurrency(b, cs, "mcp__srv__echo")
+}
+
+// tbxarkEnv names the peer's binary for via-tbxark.
+const tbxarkEnv = "MCPLEDGER_BENCH_TBXARK"
+
+// benchViaTBXark runs the peer, TBXark/mcp-proxy, in front of the test
+// server over stdio, serving Streamable HTTP on loopback as its config
+// says (mcpProxy.type "streamable-http": mark3labs/mcp-go's server,
+// stateless), and benchmarks calls through it at its route for the
+// server, /srv/mcp. It passes the server's tool names through: the tool
+// is echo. TBXark exits on SIGTERM without waiting for its server, so it
+// runs in its own process group, in which the cleanup leaves no live
+// process (the server, orphaned, is a zombie until PID 1 reaps it).
+func benchViaTBXark(b *testing.B, bin string) {
+	peer := os.Getenv(tbxarkEnv)
+	if peer == "" {
+		b.Skip(tbxarkEnv + " is unset: build TBXark/mcp-proxy at 4f78891 with bench/tbxark.sh and set it to the binary's path")
+	}
+	dir := b.TempDir()
+	addr := runtimetest.AddrOutsideEphemeral(b) // TBXark's log does not say which port :0 took
+	cfg := filepath.Join(dir, "config.json")
+	js, _ := json.Marshal(map[string]any{
+		"mcpProxy": map[string]any{"baseURL": "http://" + addr, "addr": addr, "name": "bench", "version": "1.0",
+			"type": "streamable-http", "options": map[string]any{"panicIfInvalid": true, "logEnabled": false}},
+		"mcpServers": map[string]any{"srv": map[string]any{"command": bin}},
+	})
+	if err := os.WriteFile(cfg, js, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(peer, "--config", cfg, "--expand-env=false")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("starting %s (%s): %v", peer, tbxarkEnv, err)
+	}
+	pgid := cmd.Process.Pid
+	routed := make(chan struct{}, 1)
+	done := make(chan struct{})
+	// logged: its first lines, read once done is closed.
+	var logged []string
+	go func() { // ends when TBXark exits
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if len(logged) < 100 {
+				logged = append(logged, sc.Text())
+			}
+			if strings.Contains(sc.Text(), "<srv> Handling requests at /srv/") {
+				select {
+				case routed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	stop := func() { // SIGTERM, then the group's SIGKILL for what remains
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			<-done
+		}
+		cmd.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		left, _ := runtimetest.ProcessesInGroup(pgid)
+		if left = runtimetest.WaitGone(ctx, left); len(left) > 0 {
+			b.Logf("TBXark left %v running after SIGTERM: killing its process group", left)
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			if left = runtimetest.WaitGone(context.Background(), left); len(left) > 0 {
+				b.Errorf("processes %v outlived the benchmark", left)
+			}
+		}
+	}
+	b.Cleanup(stop) // after the client's Close (cleanups run last first), so its streams end before Shutdown
+	select {
+	case <-routed:
+	case <-done:
+		cmd.Wait()
+		b.Fatalf("TBXark exited before serving /srv/; its log:\n%s", strings.Join(logged, "\n"))
+	case <-time.After(30 * time.Second):
+		b.Fatal("TBXark did not route /srv/ within 30s")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; { // it routes /srv/ and listens in parallel
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("TBXark does not listen on %s: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/srv/mcp", MaxRetries: -1})
+	benchConcurrency(b, cs, "echo")
 }
 
 func benchConnect(b *testing.B, t mcp.Transport) *mcp.ClientSession {
