@@ -232,7 +232,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		capped := newFrameCap(out, m.opts.MaxMessageBytes, func(size int64, answered bool) {
 			m.log.Warn("server sent a message over MaxMessageBytes; discarded", "server", c.server, "bytes", size, "answered", answered)
 		})
-		return wireTransport{&mcp.IOTransport{Reader: capped, Writer: p.stdin, MaxLineLength: -1}}, nil
+		return wireTransport{lineTransport{r: capped, w: p.stdin}}, nil
 	case events.TransportHTTP, events.TransportSSE:
 		u, err := url.Parse(c.spec.URL)
 		if err != nil {
