@@ -9,6 +9,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,11 +64,11 @@ func BenchmarkGateway(b *testing.B) {
 	b.Run("direct", func(b *testing.B) {
 		url, _ := runtimetest.StartHTTP(b, bin, nil)
 		cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
-		benchConcurrency(b, cs, "echo")
+		benchConcurrency(b, cs, "echo", 0)
 	})
 	b.Run("direct-stdio", func(b *testing.B) {
 		cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
-		benchConcurrency(b, cs, "echo")
+		benchConcurrency(b, cs, "echo", 0)
 	})
 	b.Run("floor=direct+2-commits", func(b *testing.B) { // audit's write-ahead on this disk, c=1 only
 		url, _ := runtimetest.StartHTTP(b, bin, nil)
@@ -137,7 +139,7 @@ func benchViaServe(b *testing.B, bin string, relaxed bool) {
 		b.Fatal("serve did not start")
 	}
 	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
-	benchConcurrency(b, cs, "mcp__srv__echo")
+	benchConcurrency(b, cs, "mcp__srv__echo", cmd.Process.Pid)
 }
 
 // tbxarkEnv names the peer's binary for via-tbxark.
@@ -237,7 +239,7 @@ func benchViaTBXark(b *testing.B, bin string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/srv/mcp", MaxRetries: -1})
-	benchConcurrency(b, cs, "echo")
+	benchConcurrency(b, cs, "echo", cmd.Process.Pid)
 }
 
 func benchConnect(b *testing.B, t mcp.Transport) *mcp.ClientSession {
@@ -252,7 +254,9 @@ func benchConnect(b *testing.B, t mcp.Transport) *mcp.ClientSession {
 }
 
 // benchConcurrency runs the c=1 and c=16 sub-benchmarks of calling tool.
-func benchConcurrency(b *testing.B, cs *mcp.ClientSession, tool string) {
+// With gw a gateway's PID, each also reports the gateway's own CPU time
+// per call (gw-cpu-ns/call; its upstream server, a child, not counted).
+func benchConcurrency(b *testing.B, cs *mcp.ClientSession, tool string, gw int) {
 	args := map[string]any{"message": "hello ledger"}
 	call := func() error {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
@@ -267,8 +271,36 @@ func benchConcurrency(b *testing.B, cs *mcp.ClientSession, tool string) {
 		}
 	}
 	for _, c := range []int{1, 16} {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, call) })
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			cpu0 := procCPU(b, gw)
+			runConcurrent(b, c, call)
+			if gw > 0 {
+				b.ReportMetric(float64((procCPU(b, gw)-cpu0).Nanoseconds())/float64(b.N), "gw-cpu-ns/call")
+			}
+		})
 	}
+}
+
+// procCPU returns the user and system CPU time process pid has used (0
+// for pid 0), from /proc/PID/stat, in clock ticks of 10 ms: a run of a
+// few thousand calls measures it within a few percent.
+func procCPU(b *testing.B, pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command (which may hold spaces) in parentheses:
+	// state is field 3, utime 14, stime 15.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // runConcurrent makes b.N calls from c goroutines and reports ns/call and
