@@ -121,4 +121,3 @@ type wc struct {
 
 func (w *wc) Write(p []byte) (int, error) { return w.w.Write(p) }
 func (w *wc) Close() error                { w.closed = true; return nil }
-
