@@ -217,7 +217,10 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: cl.entry.Tool, Arguments: json.RawMessage(cl.args)})
 		stop()
 		cancel()
-		raw := sink.take()
+		raw, decoded := sink.take()
+		if err == nil && decoded != nil {
+			res = decoded
+		}
 		fin := &events.CallFinished{CallID: cl.id, DurationNs: time.Since(t0).Nanoseconds()}
 		got := res
 		res, err, lost := m.outcome(ctx, cl, c, res, err, timeout, fin)

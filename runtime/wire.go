@@ -67,8 +67,14 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.mu.Unlock()
 		if s != nil {
 			raw := bytes.Clone(resp.Result)
+			res := decodeTextResult(raw)
+			if res != nil {
+				// go-sdk decodes what it is given into a result nobody
+				// reads (the call takes res): give it the least there is.
+				resp.Result = emptyResult
+			}
 			s.mu.Lock()
-			s.raw = raw
+			s.raw, s.res = raw, res
 			s.mu.Unlock()
 		}
 	}
@@ -81,6 +87,7 @@ type wireSink struct {
 	conn *wireConn
 	id   jsonrpc.ID
 	raw  []byte
+	res  *mcp.CallToolResult // raw decoded here (decodeTextResult), if it was
 }
 
 type wireSinkKey struct{}
@@ -93,11 +100,12 @@ func withWireSink(ctx context.Context) (context.Context, *wireSink) {
 }
 
 // take returns the raw result the sink received (nil if none: the
-// connection is not wrapped, or no response came) and forgets the request
-// on its connection, answered or not.
-func (s *wireSink) take() []byte {
+// connection is not wrapped, or no response came), and the result decoded
+// from it if decodeTextResult did (go-sdk's result is then a stand-in),
+// and forgets the request on its connection, answered or not.
+func (s *wireSink) take() ([]byte, *mcp.CallToolResult) {
 	s.mu.Lock()
-	conn, id, raw := s.conn, s.id, s.raw
+	conn, id, raw, res := s.conn, s.id, s.raw, s.res
 	s.mu.Unlock()
 	if conn != nil {
 		conn.mu.Lock()
@@ -106,5 +114,5 @@ func (s *wireSink) take() []byte {
 		}
 		conn.mu.Unlock()
 	}
-	return raw
+	return raw, res
 }

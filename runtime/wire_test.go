@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // fakeConn is an mcp.Connection whose Read returns the queued messages.
@@ -62,23 +63,36 @@ func TestWireConn(t *testing.T) {
 	if len(inner.written) != 5 || len(c.pending) != 3 {
 		t.Fatalf("%d written, %d pending", len(inner.written), len(c.pending))
 	}
+	var read []jsonrpc.Message
 	for range 3 {
-		if _, err := c.Read(ctx); err != nil {
+		m, err := c.Read(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
+		read = append(read, m)
 	}
-	got := s1.take()
+	got, dec := s1.take()
 	if string(got) != string(result) {
 		t.Errorf("call 1's result %s", got)
+	}
+	// Decoded here, go-sdk given a stand-in; call 2 (no sink) untouched.
+	if dec == nil || len(dec.Content) != 1 || dec.Content[0].(*mcp.TextContent).Text != "a<b" {
+		t.Errorf("call 1 decoded: %+v", dec)
+	}
+	if r := read[1].(*jsonrpc.Response); string(r.Result) != "{}" {
+		t.Errorf("go-sdk given %s for call 1 (want the stand-in)", r.Result)
+	}
+	if r := read[0].(*jsonrpc.Response); string(r.Result) != `{"content":[]}` {
+		t.Errorf("go-sdk given %s for call 2", r.Result)
 	}
 	result[0] = 'X' // the decoder may reuse its buffer: the sink holds a copy
 	if got[0] != '{' {
 		t.Error("the sink shares the response's bytes")
 	}
-	if raw := s3.take(); raw != nil {
+	if raw, _ := s3.take(); raw != nil {
 		t.Errorf("an error response left %s", raw)
 	}
-	if raw := s4.take(); raw != nil {
+	if raw, _ := s4.take(); raw != nil {
 		t.Errorf("an unanswered call left %s", raw)
 	}
 	if len(c.pending) != 0 {
@@ -91,7 +105,50 @@ func TestWireConn(t *testing.T) {
 		}))
 	}
 	var unwrapped wireSink // a call on a connection that is not wrapped
-	if unwrapped.take() != nil {
+	if raw, res := unwrapped.take(); raw != nil || res != nil {
 		t.Error("an unused sink returned bytes")
+	}
+}
+
+// decodeTextResult decodes what go-sdk decodes, or leaves it to go-sdk.
+func TestDecodeTextResult(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		fast bool
+	}{
+		{`{"content":[{"type":"text","text":"hello"}]}`, true},
+		{`{"content":[{"text":"a\u003cb \ud83d\ude00","type":"text"},{"type":"text","text":""}],"isError":true}`, true},
+		{`{"isError":false,"content":[]}`, true},
+		{`{"content":[{"type":"text","text":null}]}`, true},
+		{`{"content":[{"type":"text","text":"x","annotations":{"priority":1}}]}`, false},
+		{`{"content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}`, false},
+		{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"a":1}}`, false},
+		{`{"content":[{"type":"text","text":"x"}],"_meta":{"k":"v"}}`, false},
+		{`{"Content":[{"type":"text","text":"x"}]}`, false},
+		{`{"content":[{"type":"text","Text":"x"}]}`, false},
+		{`{"content":[{"type":"text"}]}`, false},
+		{`{"content":null}`, false},
+		{`{"content":[{"type":"text","text":5}]}`, false},
+		{`{"isError":"yes","content":[]}`, false},
+		{`{}`, false},
+		{`[]`, false},
+	} {
+		got := decodeTextResult([]byte(tc.raw))
+		if (got != nil) != tc.fast {
+			t.Errorf("%s: decoded %v, want %v", tc.raw, got != nil, tc.fast)
+			continue
+		}
+		if got == nil {
+			continue
+		}
+		var want mcp.CallToolResult
+		if err := json.Unmarshal([]byte(tc.raw), &want); err != nil { // go-sdk's own UnmarshalJSON
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(&want)
+		if string(g) != string(w) {
+			t.Errorf("%s:\n decoded %s\n go-sdk  %s", tc.raw, g, w)
+		}
 	}
 }
