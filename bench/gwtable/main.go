@@ -178,17 +178,20 @@ func report(w io.Writer, results []result) error {
 	rs := group(results)
 	fmt.Fprintf(w, "rounds: %d (median [min–max] over the rounds; times in ms)\n\n", len(rs))
 
-	fmt.Fprintln(w, "| sub-benchmark | p50 c=1 | p99 c=1 | time per call c=16 | calls/s c=16 |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	fmt.Fprintln(w, "| sub-benchmark | p50 c=1 | p99 c=1 | time per call c=16 | calls/s c=16 | gateway CPU per call c=1 | c=16 |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, p := range paths(results) {
 		p50, ok50 := rs.metric(p, "c=1", "p50-ns")
 		p99, ok99 := rs.metric(p, "c=1", "p99-ns")
 		per, okPer := rs.metric(p, "c=16", "ns/call")
+		cpu1, okCPU1 := rs.metric(p, "c=1", "gw-cpu-ns/call")
+		cpu16, okCPU16 := rs.metric(p, "c=16", "gw-cpu-ns/call")
 		cps := "–"
 		if okPer {
 			cps = strconv.FormatFloat(1e9/per.med, 'f', 0, 64)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", p, fmtMs(p50, ok50, false), fmtMs(p99, ok99, false), fmtMs(per, okPer, false), cps)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", p, fmtMs(p50, ok50, false), fmtMs(p99, ok99, false), fmtMs(per, okPer, false), cps,
+			fmtMs(cpu1, okCPU1, false), fmtMs(cpu16, okCPU16, false))
 	}
 
 	added := func(p string) (stat, bool) {
