@@ -11,8 +11,10 @@
 // guards (bearer token, Host and Origin checks, journaled refusals) and
 // bounds (limits.go: a budget of request bytes and requests in flight, a
 // body deadline; sessions.go: a cap on client sessions, least recently
-// used idle ones evicted; a flush of go-sdk's last request after a large
-// one),
+// used idle ones evicted, idle ones closed; a flush of go-sdk's last
+// request after a large one), the fast call path (fastcall.go: a
+// tools/call nothing could need a stream for, answered as one JSON
+// response without go-sdk's server),
 // forwarding between clients and servers (sampling, elicitation, progress,
 // cancellation, log messages, resource subscriptions), and approvals by
 // elicitation under call policy ask.
