@@ -41,19 +41,21 @@ import (
 // Cancellation: a client's notifications/cancelled naming a fast call in
 // flight cancels it (fastCalls); any other reaches go-sdk.
 
-// fastRequest is the body of a tools/call, decoded once.
+// fastRequest is the body of a tools/call (or of a cancellation),
+// decoded once.
 type fastRequest struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
+	Params  *fastParams     `json:"params"`
 }
 
-// fastParams are a tools/call's params.
+// fastParams are a tools/call's params, or notifications/cancelled's.
 type fastParams struct {
 	Name      string                     `json:"name"`
 	Arguments json.RawMessage            `json:"arguments"`
 	Meta      map[string]json.RawMessage `json:"_meta"`
+	RequestID json.RawMessage            `json:"requestId"` // notifications/cancelled
 }
 
 // fastCalls are the fast calls in flight, for notifications/cancelled.
@@ -118,20 +120,17 @@ func fastEligible(r *http.Request, ss *mcp.ServerSession) bool {
 }
 
 // acceptsBoth reports whether Accept lists application/json and
-// text/event-stream (or wildcards covering them), as go-sdk requires.
+// text/event-stream (or wildcards covering them), as go-sdk requires (the
+// same rule as its streamableAccepts).
 func acceptsBoth(values []string) bool {
 	var js, sse bool
 	for _, v := range values {
 		for _, part := range strings.Split(v, ",") {
 			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			switch strings.TrimSpace(mt) {
-			case "application/json":
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*":
 				js = true
-			case "text/event-stream":
-				sse = true
-			case "application/*":
-				js = true
-			case "text/*":
+			case "text/event-stream", "text/*":
 				sse = true
 			case "*/*":
 				js, sse = true, true
@@ -146,24 +145,18 @@ func acceptsBoth(values []string) bool {
 // written nothing, otherwise.
 func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.ServerSession, body []byte) bool {
 	var req fastRequest
-	if err := json.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" {
+	if err := json.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Params == nil {
 		return false
 	}
+	p := req.Params
 	switch {
 	case req.Method == "notifications/cancelled" && len(req.ID) == 0:
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &p) != nil || !g.fast.cancel(fastKey{ss.ID(), string(p.RequestID)}) {
+		if !g.fast.cancel(fastKey{ss.ID(), string(p.RequestID)}) {
 			return false
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return true
-	case req.Method != "tools/call" || !validID(req.ID):
-		return false
-	}
-	var p fastParams
-	if err := json.Unmarshal(req.Params, &p); err != nil || p.Name == "" {
+	case req.Method != "tools/call" || !validID(req.ID) || p.Name == "":
 		return false
 	}
 	if _, ok := p.Meta["progressToken"]; ok {
@@ -217,21 +210,20 @@ func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.Serv
 	return true
 }
 
-// validID reports whether id is a JSON-RPC request ID: a string or an
-// integer.
+// validID reports whether id, valid JSON, is a JSON-RPC request ID the
+// fast path answers: a string, or an integer without fraction or exponent
+// (go-sdk's to answer otherwise).
 func validID(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
 	}
-	var v any
-	if json.Unmarshal(id, &v) != nil {
-		return false
-	}
-	switch v := v.(type) {
-	case string:
+	if id[0] == '"' {
 		return true
-	case float64:
-		return v == float64(int64(v))
 	}
-	return false
+	for i, c := range id {
+		if !(c >= '0' && c <= '9' || c == '-' && i == 0) {
+			return false
+		}
+	}
+	return len(id) < 16 // within float64's integers, as go-sdk reads IDs
 }
