@@ -218,8 +218,10 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 		stop()
 		cancel()
 		raw, decoded := sink.take()
-		if err == nil && decoded != nil {
-			res = decoded
+		if decoded != nil {
+			// The result arrived, decoded on the wire; go-sdk was handed
+			// errDecodedHere in its place (wire_decode.go).
+			res, err = decoded, nil
 		}
 		fin := &events.CallFinished{CallID: cl.id, DurationNs: time.Since(t0).Nanoseconds()}
 		got := res

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // stdio returns a config entry and its resolved spec for the test server
@@ -406,4 +407,47 @@ func TestOpenedBeforeTheGate(t *testing.T) {
 	}
 	m.Close()
 	<-started
+}
+
+// A stdio server's results reach the caller and the journal the same
+// whether the runtime decodes them on the wire (text only) or go-sdk does
+// (anything else), and the stand-in go-sdk is handed for the first never
+// shows.
+func TestStdioResultsDecodedEitherWay(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	j, adapter := openJournal(t)
+	c, s := stdio("srv", bin, nil)
+	m, _ := runtime.New(adapter, fastOpts(configOf(c, s)))
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	text, err := m.CallTool(t.Context(), "mcp__srv__echo", map[string]any{"message": "a<b \u00e9"})
+	if err != nil || text.IsError || len(text.Content) != 1 {
+		t.Fatalf("echo: %v %+v", err, text)
+	}
+	if tc, ok := text.Content[0].(*mcp.TextContent); !ok || tc.Text != "a<b \u00e9" {
+		t.Errorf("echo's text %+v", text.Content[0])
+	}
+	failed, err := m.CallTool(t.Context(), "mcp__srv__fail", nil)
+	if err != nil || !failed.IsError || failed.Content[0].(*mcp.TextContent).Text != "failed as asked" {
+		t.Errorf("fail: %v %+v", err, failed)
+	}
+	sum, err := m.CallTool(t.Context(), "mcp__srv__add", map[string]any{"a": 2, "b": 3}) // structured: go-sdk's
+	if err != nil || sum.IsError || fmt.Sprint(sum.StructuredContent) != "map[sum:5]" {
+		t.Errorf("add: %v %+v", err, sum)
+	}
+	m.Close()
+	var outcomes []string
+	for _, e := range runtimetest.SessionEvents(t, j, m.Session()) {
+		if p, ok := e.Payload.(*events.CallFinished); ok {
+			outcomes = append(outcomes, string(p.Outcome)+":"+p.Error)
+			if strings.Contains(fmt.Sprintf("%+v", p), "decoded by the runtime") {
+				t.Errorf("the stand-in reached the journal: %+v", p)
+			}
+		}
+	}
+	if want := []string{"ok:", "tool_error:", "ok:"}; !slices.Equal(outcomes, want) {
+		t.Errorf("outcomes %q, want %q", outcomes, want)
+	}
 }

@@ -69,9 +69,10 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			raw := bytes.Clone(resp.Result)
 			res := decodeTextResult(raw)
 			if res != nil {
-				// go-sdk decodes what it is given into a result nobody
-				// reads (the call takes res): give it the least there is.
-				resp.Result = emptyResult
+				// The call takes res; go-sdk would decode the result again
+				// into one nobody reads. An error response it returns
+				// without decoding anything (send replaces it with res).
+				resp.Result, resp.Error = nil, errDecodedHere
 			}
 			s.mu.Lock()
 			s.raw, s.res = raw, res

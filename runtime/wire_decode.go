@@ -3,17 +3,25 @@ package runtime
 import (
 	"encoding/json"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// emptyResult is what go-sdk is given to decode in place of a result
-// decodeTextResult decoded.
-var emptyResult = json.RawMessage(`{}`)
+// errDecodedHere is the response go-sdk is given in place of a result
+// decodeTextResult decoded: an error, which go-sdk passes on without
+// decoding anything. The call path replaces it with the decoded result
+// (send); it never reaches a caller or the journal.
+var errDecodedHere = &jsonrpc.Error{Code: codeDecodedHere, Message: "mcpledger: result decoded by the runtime"}
+
+// codeDecodedHere is errDecodedHere's code (implementation-defined
+// server-error range, beside frameCap's codeTooLarge).
+const codeDecodedHere = -32051
 
 // decodeTextResult decodes the commonest tools/call result, text blocks
 // and nothing else ({"content":[{"type":"text","text":"…"},…]} with an
 // optional "isError"), into what go-sdk would decode from it; it returns
-// nil for anything else, which go-sdk then decodes as ever.
+// nil for anything else, which go-sdk then decodes as ever. What it
+// decodes, go-sdk does not decode at all (errDecodedHere).
 //
 // Why: go-sdk decodes a result once as a whole and once per content block,
 // each time with a fresh decoder that allocates and clears a 32 KiB

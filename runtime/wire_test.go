@@ -79,8 +79,8 @@ func TestWireConn(t *testing.T) {
 	if dec == nil || len(dec.Content) != 1 || dec.Content[0].(*mcp.TextContent).Text != "a<b" {
 		t.Errorf("call 1 decoded: %+v", dec)
 	}
-	if r := read[1].(*jsonrpc.Response); string(r.Result) != "{}" {
-		t.Errorf("go-sdk given %s for call 1 (want the stand-in)", r.Result)
+	if r := read[1].(*jsonrpc.Response); r.Result != nil || r.Error != errDecodedHere {
+		t.Errorf("go-sdk given %s, %v for call 1 (want the stand-in error)", r.Result, r.Error)
 	}
 	if r := read[0].(*jsonrpc.Response); string(r.Result) != `{"content":[]}` {
 		t.Errorf("go-sdk given %s for call 2", r.Result)
