@@ -192,8 +192,8 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		g.refuseBody(w, r, err, opts.BodyTimeout)
 	}
 	if id := r.Header.Get(sessionHeader); id != "" {
-		if r.ContentLength >= 0 && r.ContentLength <= smallBody && fastEligible(r, ss) {
-			buf, err := io.ReadAll(body)
+		if r.ContentLength >= 0 && fastEligible(r, ss) {
+			buf, err := readBody(body, r.ContentLength)
 			if err == nil && g.serveFast(w, r, ss, buf) {
 				return
 			}
@@ -244,6 +244,26 @@ func flushSession(h http.Handler, r *http.Request, id string) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	h.ServeHTTP(discardWriter{h: http.Header{}}, req)
+}
+
+// readBody reads a body of n bytes (its Content-Length, within the body
+// limit) into one buffer of that size, then reads its end, which lifts
+// the body's read deadline (meteredBody). On an error it returns what it
+// read.
+func readBody(body io.Reader, n int64) ([]byte, error) {
+	buf := make([]byte, n)
+	k, err := io.ReadFull(body, buf)
+	if err != nil {
+		return buf[:k], err
+	}
+	var one [1]byte
+	if _, err := body.Read(one[:]); err != io.EOF {
+		if err == nil {
+			err = errors.New("gateway: body longer than its Content-Length")
+		}
+		return buf, err
+	}
+	return buf, nil
 }
 
 // errReader reads as err, or as the end of the body if err is nil.
