@@ -74,7 +74,7 @@ func Recovery(server string, r events.Reason, st events.ServerState) string {
 	case events.ReasonRejected:
 		return "it was rejected: edit its config to be asked again"
 	case events.ReasonUntrusted:
-		return "trust the workspace: mcpledger trust DIR"
+		return fmt.Sprintf("trust the workspace and approve it: mcpledger approve --trust %s, in the workspace directory (or mcpledger trust DIR, then mcpledger approve %s)", server, server)
 	case events.ReasonDisabled:
 		return "remove \"disabled\": true from its config"
 	case events.ReasonStormHold:
