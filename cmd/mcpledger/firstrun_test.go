@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
@@ -194,5 +196,30 @@ func TestRunPrintsAnErrorOnce(t *testing.T) {
 	}
 	if strings.Join(with, " ") != "reconnecting failed" {
 		t.Errorf("the error is on the lines of states %v, want [reconnecting failed]:\n%s", with, r.stderr)
+	}
+}
+
+// TestNextStepQuotes: the suggested command can be pasted into a shell
+// as it is: a workspace or name with spaces or quotes is quoted, and
+// --workspace is left out when the command runs in the workspace.
+func TestNextStepQuotes(t *testing.T) {
+	rows := []projections.ServerStatus{
+		{Name: "it's", State: events.StateStopped, Reason: events.ReasonUntrusted},
+		{Name: "web", State: events.StateStopped, Reason: events.ReasonPendingApproval},
+		{Name: "ok", State: events.StateReady},
+		{Name: "off", State: events.StateStopped, Reason: events.ReasonDisabled},
+	}
+	cmd, does := nextStep(rows, "/tmp/my ws", "/elsewhere")
+	if want := `mcpledger approve --trust --workspace '/tmp/my ws' 'it'\''s' web`; cmd != want {
+		t.Errorf("got  %s\nwant %s", cmd, want)
+	}
+	if want := `in two steps: mcpledger trust '/tmp/my ws'; mcpledger approve --workspace '/tmp/my ws' 'it'\''s' web`; !strings.HasSuffix(does, want) {
+		t.Errorf("got  %s\nwant it to end with %s", does, want)
+	}
+	if cmd, _ := nextStep(rows[1:], "/tmp/my ws", "/tmp/my ws"); cmd != "mcpledger approve web" {
+		t.Errorf("in the workspace, approval only: %s", cmd)
+	}
+	if cmd, _ := nextStep(rows[2:], "/w", "/w"); cmd != "" {
+		t.Errorf("nothing waits, yet: %s", cmd)
 	}
 }
