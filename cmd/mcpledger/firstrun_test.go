@@ -223,3 +223,25 @@ func TestNextStepQuotes(t *testing.T) {
 		t.Errorf("nothing waits, yet: %s", cmd)
 	}
 }
+
+// TestTrustSaysWhatIsLeft: trust (the first of the two steps) names the
+// approvals its workspace's servers still wait for, and nothing when
+// none waits.
+func TestTrustSaysWhatIsLeft(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	ws, _ := firstRunWorkspace(t, bin, "a", "b")
+	if r := runCLI(t, "approve", "a", "--workspace", ws); r.err != nil {
+		t.Fatal(r.err)
+	}
+	r := runCLI(t, "trust", ws)
+	if want := "next: mcpledger approve --workspace " + ws + " b (their configs wait for an approval)\n"; r.err != nil || !strings.HasSuffix(r.stdout, want) {
+		t.Errorf("trust: %v\n%s\nwant it to end with %s", r.err, r.stdout, want)
+	}
+	if r := runCLI(t, "approve", "b", "--workspace", ws); r.err != nil || r.stderr != "" {
+		t.Errorf("approve b on a trusted workspace: %v %q", r.err, r.stderr)
+	}
+	os.Remove(filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "mcpledger", "config.json"))
+	if r := runCLI(t, "trust", ws); r.err != nil || strings.Contains(r.stdout, "next:") {
+		t.Errorf("trust with nothing waiting: %v\n%s", r.err, r.stdout)
+	}
+}

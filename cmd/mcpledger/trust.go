@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime/config"
 )
 
@@ -49,7 +51,28 @@ func (c *TrustCommand) Run(ctx context.Context, args []string) error {
 		return nil
 	}
 	fmt.Fprintf(c.env.stdout, "trusted %s (%s); a running mcpledger picks it up\n", abs, path)
+	c.nextApprovals(ctx, f, abs)
 	return nil
+}
+
+// nextApprovals prints the command that approves the gated servers of
+// workspace ws whose configs wait for an approval, if any: what a
+// trusted workspace's servers still need (best effort: nothing is
+// printed when the config or the journal cannot be read).
+func (c *TrustCommand) nextApprovals(ctx context.Context, f *commandFlags, ws string) {
+	cf := configFlags{workspace: ws}
+	rows, err := (&ApprovalsCommand{env: c.env}).offline(ctx, f, &cf)
+	if err != nil {
+		return
+	}
+	var status []projections.ServerStatus
+	for _, name := range pendingNames(rows) {
+		status = append(status, projections.ServerStatus{Name: name, State: events.StateStopped, Reason: events.ReasonPendingApproval})
+	}
+	cwd, _ := os.Getwd()
+	if cmd, _ := nextStep(status, ws, cwd); cmd != "" {
+		fmt.Fprintf(c.env.stdout, "next: %s (their configs wait for an approval)\n", cmd)
+	}
 }
 
 // trustFolder adds abs (absolute, canonical) to trustedFolders in the
