@@ -51,6 +51,12 @@ const (
 	// with no usable token); it stays failed until a sign-in
 	// (auth.signed_in) or an explicit reconnect.
 	ReasonNeedsAuth Reason = "needs_auth"
+	// ReasonNotFound and ReasonNotExecutable: a stdio server's command
+	// (or its working directory) does not exist, or exists but cannot be
+	// executed. A configuration error, not a crash: it stays failed until
+	// its config changes or an explicit reconnect.
+	ReasonNotFound      Reason = "not_found"
+	ReasonNotExecutable Reason = "not_executable"
 )
 
 // ErrorClass classifies why a connection attempt or a live session failed.
@@ -70,6 +76,13 @@ const (
 	// (a 401, or a token that cannot be refreshed); retrying without a
 	// sign-in cannot help.
 	ErrAuth ErrorClass = "auth"
+	// ErrNotFound and ErrNotExecutable: the command of a stdio server
+	// (or its working directory) does not exist, or cannot be executed
+	// (no execute permission, a directory, not a format the kernel runs);
+	// retrying the same config cannot help. Journals recorded before
+	// these existed classify such a failure as spawn.
+	ErrNotFound      ErrorClass = "not_found"
+	ErrNotExecutable ErrorClass = "not_executable"
 )
 
 // ClassifiedError is an error as it is journaled: a class, the message, and

@@ -183,7 +183,9 @@ func (d *decider) launched(attempt int) error {
 // fail handles a failure of the server's current attempt: to reconnecting,
 // then either a backoff timer or, with the retry budget spent, failed. A
 // failure of class auth goes straight to failed (needs_auth): no retry
-// can sign in, and it is not a crash the storm breaker counts.
+// can sign in, and it is not a crash the storm breaker counts. So does a
+// command not found or not executable (a configuration error: retrying
+// the same config cannot help).
 func (d *decider) fail(attempt int, cerr events.ClassifiedError) error {
 	srv, ok := d.current(attempt)
 	if !ok {
@@ -196,6 +198,9 @@ func (d *decider) fail(attempt int, cerr events.ClassifiedError) error {
 	}
 	if cerr.Class == events.ErrAuth {
 		return d.transition(d.in.Server, TrigNeedsAuth, events.ReasonNeedsAuth, 0, &cerr)
+	}
+	if r, ok := commandReason(cerr.Class); ok {
+		return d.transition(d.in.Server, TrigBadCommand, r, 0, &cerr)
 	}
 	o := d.opts()
 	retries := srv.Retries
@@ -217,6 +222,18 @@ func (d *decider) fail(attempt int, cerr events.ClassifiedError) error {
 	d.emit(name, &events.TimerScheduled{TimerID: d.s.LastTimer + 1, Purpose: events.TimerBackoff,
 		Attempt: srv.Attempt + 1, Retry: next, DelayMs: delay, CeilMs: ceil, FireAt: d.in.Time + delay*1e6})
 	return nil
+}
+
+// commandReason is the reason of a failure of class c when c says the
+// server's command cannot run as configured: not_found or not_executable.
+func commandReason(c events.ErrorClass) (events.Reason, bool) {
+	switch c {
+	case events.ErrNotFound:
+		return events.ReasonNotFound, true
+	case events.ErrNotExecutable:
+		return events.ReasonNotExecutable, true
+	}
+	return events.ReasonNone, false
 }
 
 func (d *decider) timer(p *events.TimerFired) error {

@@ -71,6 +71,19 @@
 // before these existed hold no failure of class auth, so they decide as
 // they did: the decision version is unchanged.
 //
+// # A command that cannot run
+//
+// A connect.failed of class not_found or not_executable (a stdio
+// server's command or working directory does not exist, or cannot be
+// executed) moves the server from launching straight to failed with
+// that reason (trigger bad_command): a configuration error, so no
+// backoff, and not a crash the storm breaker counts. A config reading
+// that changes the server's config restarts it at once (verdict
+// restart), as it restarts any server whose fingerprint changed; an
+// explicit reconnect relaunches it too. Journals recorded before these
+// classes existed classify such a failure as spawn, a crash, and decide
+// as they did.
+//
 // Sessions recorded with decision version 1 (before the breaker counted
 // crashes) are decided as they were: the breaker counted launches,
 // explicit reconnects included (ServerConfig.RecentLaunches).

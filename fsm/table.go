@@ -40,6 +40,12 @@ const (
 	// wants an OAuth sign-in (a failure of class auth): retrying without
 	// one cannot help, so there is no backoff, and it is not a crash.
 	TrigNeedsAuth Trigger = "needs_auth"
+	// TrigBadCommand: launching (in practice; handshaking, ready) →
+	// failed, the stdio server's command (or working directory) is not
+	// found or not executable (a failure of class not_found or
+	// not_executable): a configuration error, so there is no backoff,
+	// and it is not a crash.
+	TrigBadCommand Trigger = "bad_command"
 	// TrigStop: any → stopped (removed, config changed, shutdown, storm hold).
 	TrigStop Trigger = "stop"
 	// TrigReconfigure: stopped → configuring, a fresh admission follows (new
@@ -76,6 +82,7 @@ var table = []Row{
 	{TrigExhaust, []events.ServerState{sReconnecting}, sFailed, "attempts exhausted; only an explicit reconnect revives it"},
 	{TrigReconnect, []events.ServerState{sFailed}, sLaunching, "explicit reconnect, or a sign-in (auth.signed_in) of a server that needed one"},
 	{TrigNeedsAuth, []events.ServerState{sLaunching, sHandshaking, sReady}, sFailed, "the server wants an OAuth sign-in (a 401 with no usable token); only a sign-in or an explicit reconnect revives it"},
+	{TrigBadCommand, []events.ServerState{sLaunching, sHandshaking, sReady}, sFailed, "the command (or working directory) is not found or not executable; only a config change or an explicit reconnect revives it"},
 	{TrigStop, events.States(), sStopped, "removed, fingerprint changed, shutdown, stop requested, storm hold"},
 	{TrigReconfigure, []events.ServerState{sStopped}, sConfiguring, "new config, approval, hold released or explicit reconnect: a fresh admission follows"},
 }

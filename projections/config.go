@@ -20,6 +20,9 @@ type ConfigReport struct {
 
 // ConfigView is a snapshot of a [ConfigReport].
 type ConfigView struct {
+	// Workspace is the reading's workspace directory (canonical; "" for
+	// none): where trust and approvals apply.
+	Workspace string `json:"workspace,omitempty"`
 	// Errors are problems with whole sources, each "file[:line:col]:
 	// what is wrong; what to do", as the reading listed them.
 	Errors []string `json:"errors,omitempty"`
@@ -56,7 +59,7 @@ func (r *ConfigReport) Apply(e events.Event) {
 	if !ok {
 		return
 	}
-	v := ConfigView{Errors: slices.Clone(p.Errors)}
+	v := ConfigView{Workspace: p.Workspace, Errors: slices.Clone(p.Errors)}
 	for i := range p.Servers {
 		if c := &p.Servers[i]; c.Invalid != "" {
 			v.Skipped = append(v.Skipped, SkippedServer{Name: c.Name, Reason: events.ReasonInvalidConfig, Detail: c.Invalid})
@@ -81,5 +84,5 @@ func skipRank(r events.Reason) int {
 
 // View returns a copy of the report.
 func (r *ConfigReport) View() ConfigView {
-	return ConfigView{Errors: slices.Clone(r.view.Errors), Skipped: slices.Clone(r.view.Skipped)}
+	return ConfigView{Workspace: r.view.Workspace, Errors: slices.Clone(r.view.Errors), Skipped: slices.Clone(r.view.Skipped)}
 }

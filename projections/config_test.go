@@ -29,7 +29,7 @@ func TestConfigReport(t *testing.T) {
 	j := newJournal()
 	s := j.session(1)
 	s.start()
-	s.in("", &events.ConfigObserved{Trigger: "start",
+	s.in("", &events.ConfigObserved{Trigger: "start", Workspace: "/w",
 		Servers: []events.ServerConfig{stdio("ok"), invalid("zz", `server "zz": bad (/a.json:3:9)`), invalid("b", `server "b": "type" "grpc" is not supported (/a.json:2:8)`)},
 		Shadowed: []events.ShadowedServer{
 			{Name: "b", At: "/c.json:1:2", Winner: "/a.json:2:8"},
@@ -39,7 +39,8 @@ func TestConfigReport(t *testing.T) {
 		Errors: []string{"/d.json:1:1: unexpected end of JSON input; fix the JSON syntax"}})
 	s.tr("b", events.StateConfiguring, events.StateStopped, events.ReasonInvalidConfig, 0, nil) // other kinds change nothing
 	want := ConfigView{
-		Errors: []string{"/d.json:1:1: unexpected end of JSON input; fix the JSON syntax"},
+		Workspace: "/w",
+		Errors:    []string{"/d.json:1:1: unexpected end of JSON input; fix the JSON syntax"},
 		Skipped: []SkippedServer{
 			{Name: "a", Reason: events.ReasonDuplicate, Detail: `server "a" at /b.json:4:5 is not used: the one at /a.json:9:9 has priority; rename or remove one`},
 			{Name: "b", Reason: events.ReasonInvalidConfig, Detail: `server "b": "type" "grpc" is not supported (/a.json:2:8)`},
@@ -52,9 +53,10 @@ func TestConfigReport(t *testing.T) {
 		t.Fatalf("report:\n%+v\nwant\n%+v", got, want)
 	}
 
-	// A later reading replaces the report whole: fixed entries leave it.
-	s.in("", &events.ConfigObserved{Trigger: "watch", Servers: []events.ServerConfig{stdio("ok"), stdio("b"), invalid("zz", "still bad")}})
-	want = ConfigView{Skipped: []SkippedServer{{Name: "zz", Reason: events.ReasonInvalidConfig, Detail: "still bad"}}}
+	// A later reading replaces the report whole: fixed entries leave it,
+	// and its workspace is the report's.
+	s.in("", &events.ConfigObserved{Trigger: "watch", Workspace: "/w2", Servers: []events.ServerConfig{stdio("ok"), stdio("b"), invalid("zz", "still bad")}})
+	want = ConfigView{Workspace: "/w2", Skipped: []SkippedServer{{Name: "zz", Reason: events.ReasonInvalidConfig, Detail: "still bad"}}}
 	if got := reportOf(j.evs); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the fix:\n%+v\nwant\n%+v", got, want)
 	}

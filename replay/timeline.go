@@ -455,9 +455,13 @@ func (m *tlModel) transition(l *tlLane, e *events.Event, p *events.ServerTransit
 			s.err = fmt.Sprintf("exit code %d", p.Error.ExitCode)
 		}
 	}
-	s.marked = p.Trigger == string(fsm.TrigFail) || p.Trigger == string(fsm.TrigExhaust) || p.Trigger == string(fsm.TrigNeedsAuth)
-	if p.Reason == events.ReasonNeedsAuth {
+	s.marked = p.Trigger == string(fsm.TrigFail) || p.Trigger == string(fsm.TrigExhaust) || p.Trigger == string(fsm.TrigNeedsAuth) ||
+		p.Trigger == string(fsm.TrigBadCommand)
+	switch p.Reason {
+	case events.ReasonNeedsAuth:
 		s.info = append(s.info, "blocked on authorization: sign in with mcpledger login "+l.name)
+	case events.ReasonNotFound, events.ReasonNotExecutable:
+		s.info = append(s.info, `cannot run as configured: fix its "command" (or "cwd"); a config change relaunches it`)
 	}
 	switch p.To {
 	case events.StateLaunching:
@@ -499,6 +503,9 @@ func (m *tlModel) transition(l *tlLane, e *events.Event, p *events.ServerTransit
 			t += "\ncause " + cause
 		}
 		l.mark(e.Time, tlMkAuthBlocked, "", t)
+	case fsm.TrigBadCommand:
+		l.mark(e.Time, tlMkGaveUp, "", fmt.Sprintf("cannot run as configured at attempt %d (%s), not retried: %s\nfix its \"command\" (or \"cwd\"): a config change relaunches it\n%s",
+			p.Attempt, p.Reason, tlClip(p.Error.String(), 300), head))
 	}
 	l.segs = append(l.segs, s)
 }

@@ -61,9 +61,14 @@ func protocolError(err error) (*jsonrpc.Error, bool) {
 	return nil, false
 }
 
-// classifyConnect classifies an error from connecting or initializing.
+// classifyConnect classifies an error from connecting or initializing; a
+// command that cannot run as configured is not_found or not_executable.
 func classifyConnect(phase string, err error) events.ClassifiedError {
 	msg := err.Error()
+	var ce *commandError
+	if errors.As(err, &ce) { // the config must change first: no retry
+		return events.ClassifiedError{Class: ce.class, Message: msg}
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return events.ClassifiedError{Class: events.ErrTimeout, Message: phase + ": " + msg}

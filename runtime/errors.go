@@ -74,7 +74,7 @@ func Recovery(server string, r events.Reason, st events.ServerState) string {
 	case events.ReasonRejected:
 		return "it was rejected: edit its config to be asked again"
 	case events.ReasonUntrusted:
-		return "trust the workspace: mcpledger trust DIR"
+		return fmt.Sprintf("trust the workspace and approve it: mcpledger approve --trust %s, in the workspace directory (or mcpledger trust DIR, then mcpledger approve %s)", server, server)
 	case events.ReasonDisabled:
 		return "remove \"disabled\": true from its config"
 	case events.ReasonStormHold:
@@ -88,6 +88,8 @@ func Recovery(server string, r events.Reason, st events.ServerState) string {
 		return fmt.Sprintf("it failed repeatedly: mcpledger reconnect %s", server)
 	case events.ReasonStopRequested:
 		return fmt.Sprintf("it was stopped: mcpledger reconnect %s", server)
+	case events.ReasonNotFound, events.ReasonNotExecutable:
+		return fmt.Sprintf("fix its \"command\" (or \"cwd\") in the config, and it relaunches at once; or install the command, then: mcpledger reconnect %s", server)
 	case events.ReasonNeedsAuth:
 		return fmt.Sprintf("it needs you to sign in: mcpledger login %s", server)
 	}

@@ -185,6 +185,23 @@ func TestRecordGoldenJournals(t *testing.T) {
 		export(j, m.Session(), "sign-in")
 	})
 
+	t.Run("not-found", func(t *testing.T) {
+		// A command that does not exist: failed/not_found at once, no
+		// retry; the config fixed and reloaded, it is relaunched at once.
+		j, adapter := openJournal(t)
+		w := newWorkspace(t)
+		w.flagFile(map[string]any{"gone": srv("mcp-server-doesnotexist")})
+		m, _ := runtime.New(adapter, w.opts(false))
+		m.Start(t.Context())
+		waitFor(t, m, "not_found", func(v *runtime.View) bool { return state(v, "gone").Reason == events.ReasonNotFound })
+		w.flagFile(map[string]any{"gone": srv(bin)})
+		m.Reload(t.Context())
+		waitFor(t, m, "ready", func(v *runtime.View) bool { return state(v, "gone").State == events.StateReady })
+		m.CallTool(t.Context(), "mcp__gone__echo", map[string]any{"message": "found"})
+		m.Close()
+		export(j, m.Session(), "not-found")
+	})
+
 	t.Run("tool-pinning", func(t *testing.T) {
 		j, adapter := openJournal(t)
 		w := newWorkspace(t)

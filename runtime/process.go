@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime/config"
 )
 
@@ -41,9 +43,17 @@ type process struct {
 
 // spawn starts spec's command in a new process group with stdio pipes. The
 // child gets SIGKILL if mcpledger dies (Pdeathsig); r, when set, guards the
-// rest of its group (a wrapper's children) too (see reaper).
+// rest of its group (a wrapper's children) too (see reaper). A command or
+// working directory that does not exist, or a command that cannot be
+// executed, is a *commandError: the config must change before a launch
+// can succeed.
 func spawn(spec *config.Spec, r *reaper) (*process, error) {
 	env := append(os.Environ(), spec.Env...) // mcpledger's environment plus the server's own
+	if spec.Cwd != "" {
+		if fi, err := os.Stat(spec.Cwd); err != nil || !fi.IsDir() {
+			return nil, notFound(err, "working directory %q: no such directory (\"cwd\" in its config)", spec.Cwd)
+		}
+	}
 	// Resolve the command as the child would (its PATH, its cwd), so that a
 	// missing executable is a spawn error.
 	path, err := lookPath(spec.Command, env, spec.Cwd)
@@ -67,15 +77,51 @@ func spawn(spec *config.Spec, r *reaper) (*process, error) {
 	cmd.Stderr = p.tail
 	cmd.WaitDelay = 250 * time.Millisecond // else Wait waits for stderr's EOF, which a grandchild holding the pipe delays forever, and the exit goes unseen
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, startError(spec.Command, err)
 	}
 	p.pid = cmd.Process.Pid
 	r.watch(p.pid)
 	return p, nil
 }
 
+// commandError is a spawn error of a command that cannot run as
+// configured: class events.ErrNotFound or events.ErrNotExecutable
+// (classifyConnect journals it so: no retry of the same config).
+type commandError struct {
+	class events.ErrorClass
+	msg   string
+	err   error // the system's error, if any
+}
+
+func (e *commandError) Error() string { return e.msg }
+func (e *commandError) Unwrap() error { return e.err }
+
+func notFound(err error, format string, args ...any) error {
+	return &commandError{class: events.ErrNotFound, msg: fmt.Sprintf(format, args...), err: err}
+}
+
+func notExecutable(err error, format string, args ...any) error {
+	return &commandError{class: events.ErrNotExecutable, msg: fmt.Sprintf(format, args...), err: err}
+}
+
+// startError classifies the error of starting command, found by
+// lookPath: the kernel refusing to execute it (no permission, a format it
+// cannot run) is not_executable; a missing file at this point is a
+// script's interpreter (its #! line): not_found.
+func startError(command string, err error) error {
+	switch {
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EPERM):
+		return notExecutable(err, "command %q cannot be executed: %v", command, err)
+	case errors.Is(err, syscall.ENOENT):
+		return notFound(err, "command %q cannot be started: %v (if it is a script, is the interpreter on its #! line installed?)", command, err)
+	}
+	return err
+}
+
 // lookPath resolves command as exec would in the child: through PATH from
-// env when it has no slash, relative to dir when it does.
+// env when it has no slash, relative to dir when it does. A command that
+// is not there is not_found; one that is there but is a directory or has
+// no execute permission is not_executable (a *commandError).
 func lookPath(command string, env []string, dir string) (string, error) {
 	if strings.Contains(command, "/") {
 		p := command
@@ -83,11 +129,15 @@ func lookPath(command string, env []string, dir string) (string, error) {
 			p = filepath.Join(dir, p)
 		}
 		fi, err := os.Stat(p)
-		if err != nil {
-			return "", fmt.Errorf("exec: %q: %w", command, err)
-		}
-		if fi.IsDir() || fi.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("exec: %q: not an executable file", command)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", notFound(err, "command %q: no such file", command)
+		case err != nil:
+			return "", notExecutable(err, "command %q: %v", command, err)
+		case fi.IsDir():
+			return "", notExecutable(nil, "command %q is a directory", command)
+		case fi.Mode()&0o111 == 0:
+			return "", notExecutable(nil, "command %q has no execute permission (chmod +x, or run it through its interpreter)", command)
 		}
 		return p, nil
 	}
@@ -97,19 +147,30 @@ func lookPath(command string, env []string, dir string) (string, error) {
 			pathEnv = v // the last one wins, as in the child
 		}
 	}
+	var unrunnable string // a match that is a directory or not executable
 	for _, d := range filepath.SplitList(pathEnv) {
 		if d == "" {
 			d = "."
 		}
 		p := filepath.Join(d, command)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			if !filepath.IsAbs(p) && dir != "" {
 				p = filepath.Join(dir, p)
 			}
 			return p, nil
 		}
+		if unrunnable == "" {
+			unrunnable = p
+		}
 	}
-	return "", fmt.Errorf("exec: %q: executable file not found in $PATH", command)
+	if unrunnable != "" {
+		return "", notExecutable(nil, "command %q: %s (found through $PATH) is not an executable file", command, unrunnable)
+	}
+	return "", notFound(nil, "command %q is not in any directory of $PATH (install it, or give its absolute path)", command)
 }
 
 // wait reaps the leader; it is run by exactly one goroutine, which owns it.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,63 +18,203 @@ import (
 	"github.com/mcpledger/mcpledger/runtime/control"
 )
 
-// ApproveCommand approves or rejects a gated (project) server's current
-// config: through the running mcpledger if there is one, otherwise by
-// journaling the decision in a session of its own.
+// ApproveCommand approves or rejects gated (project) servers' current
+// configs: through the running mcpledger if there is one, otherwise by
+// journaling the decisions in a session of its own. `approve --trust`
+// also trusts the workspace (its stdio servers need both); --all decides
+// every server waiting for a decision.
 type ApproveCommand struct {
 	env      *env
 	decision string // events.DecisionApprove or events.DecisionReject
 }
 
-// Run parses args and records the decision.
+// Run parses args and records the decisions.
 func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 	verb := map[string]string{events.DecisionApprove: "approve", events.DecisionReject: "reject"}[c.decision]
-	f := c.env.newCommandFlags(verb, "NAME [--workspace DIR] [--mcp-config FILE]...")
+	synopsis := "NAME... | --all [--workspace DIR] [--mcp-config FILE]..."
+	if c.decision == events.DecisionApprove {
+		synopsis = "NAME... | --all [--trust] [--workspace DIR] [--mcp-config FILE]..."
+	}
+	f := c.env.newCommandFlags(verb, synopsis)
 	var cf configFlags
 	cf.register(f)
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		_ = f.Parse(args)
-		f.Usage()
-		return usageErrorf("%s: name the server (mcpledger approvals lists them)", verb)
+	all := f.Bool("all", false, "every gated server whose current config waits for a decision")
+	trust := new(bool)
+	if c.decision == events.DecisionApprove {
+		trust = f.Bool("trust", false, "also trust the workspace (mcpledger trust DIR): a stdio server of its .mcp.json needs both")
 	}
-	name := args[0]
-	if err := f.parse(args[1:]); err != nil {
+	names, err := parseNames(f, args)
+	if err != nil {
 		return err
+	}
+	switch {
+	case len(names) == 0 && !*all:
+		f.Usage()
+		return usageErrorf("%s: name the servers, or give --all (mcpledger approvals lists them)", verb)
+	case len(names) > 0 && *all:
+		return usageErrorf("%s: give server names or --all, not both", verb)
 	}
 	by := whoami()
 	if cl := f.control(); cl != nil {
+		return c.running(ctx, cl, verb, names, *all, *trust, by)
+	}
+	lc := cf.loader(c.env)()
+	ws := lc.Observed.Workspace
+	if *all {
+		rows, err := (&ApprovalsCommand{env: c.env}).offline(ctx, f, &cf)
+		if err != nil {
+			return err
+		}
+		names = pendingNames(rows)
+	}
+	var cfgs []events.ServerConfig
+	for _, name := range names {
+		i := slices.IndexFunc(lc.Observed.Servers, func(s events.ServerConfig) bool { return s.Name == name })
+		switch {
+		case i < 0 && lc.Err() != nil:
+			return &configError{err: lc.Err()}
+		case i < 0:
+			return fmt.Errorf("%s: no server %q in the config of workspace %s (nothing was recorded)", verb, name, ws)
+		case !lc.Observed.Servers[i].Gated:
+			return fmt.Errorf("%s: %w (%q comes from %s; nothing was recorded)", verb, rt.ErrNotGated, name, lc.Observed.Servers[i].Scope)
+		}
+		cfgs = append(cfgs, lc.Observed.Servers[i])
+	}
+	if len(cfgs) > 0 {
+		j, _, err := f.openWritable()
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		for _, cfg := range cfgs {
+			if _, err := rt.RecordApproval(ctx, storeJournal{j.Journal}, ws, cfg, c.decision, by, buildID(),
+				func() int64 { return time.Now().UnixNano() }); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.env.stdout, "%s: %sd by %s at config hash %s (workspace %s)\n", cfg.Name, verb, by, events.ShortHash(cfg.Hash), ws)
+		}
+	} else {
+		fmt.Fprintf(c.env.stdout, "no server of workspace %s waits for a decision\n", ws)
+	}
+	if *trust {
+		return c.trust(ws)
+	}
+	if c.decision == events.DecisionApprove && !lc.Observed.Trusted {
+		var untrusted []string
+		for _, cfg := range cfgs {
+			if cfg.Transport == events.TransportStdio && cfg.Scope == events.ScopeProject {
+				untrusted = append(untrusted, cfg.Name)
+			}
+		}
+		c.trustNeeded(ws, untrusted)
+	}
+	return nil
+}
+
+// running records the decisions through the running mcpledger; with
+// trust, it then trusts its workspace and has it read the config again.
+func (c *ApproveCommand) running(ctx context.Context, cl *control.Client, verb string, names []string, all, trust bool, by string) error {
+	var st control.StatusResult
+	if err := cl.Do(ctx, control.Request{Op: "status"}, &st); err != nil {
+		return err
+	}
+	var rows []rt.ApprovalRow
+	if err := cl.Do(ctx, control.Request{Op: "approvals"}, &rows); err != nil {
+		return err
+	}
+	if all {
+		names = pendingNames(rows)
+		if len(names) == 0 {
+			fmt.Fprintln(c.env.stdout, "no server waits for a decision (the running mcpledger's config)")
+		}
+	}
+	for _, name := range names { // all or nothing
+		if !slices.ContainsFunc(rows, func(r rt.ApprovalRow) bool { return r.Server == name }) {
+			return fmt.Errorf("%s: the running mcpledger has no gated server %q: only project (.mcp.json) servers need a decision (mcpledger approvals lists them; nothing was recorded)", verb, name)
+		}
+	}
+	for _, name := range names {
 		if err := cl.Do(ctx, control.Request{Op: verb, Name: name, By: by}, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.env.stdout, "%s: %sd by %s (the running mcpledger acted on it)\n", name, verb, by)
-		return nil
 	}
-	lc := cf.loader(c.env)()
-	var cfg *events.ServerConfig
-	for i := range lc.Observed.Servers {
-		if lc.Observed.Servers[i].Name == name {
-			cfg = &lc.Observed.Servers[i]
+	ws := st.Config.Workspace
+	if trust {
+		if err := c.trust(ws); err != nil {
+			return err
 		}
+		// Without waiting for its watcher (or with --watch=false).
+		return cl.Do(ctx, control.Request{Op: "reload"}, nil)
 	}
-	switch {
-	case cfg == nil && lc.Err() != nil:
-		return &configError{err: lc.Err()}
-	case cfg == nil:
-		return fmt.Errorf("%s: no server %q in the config of workspace %s", verb, name, lc.Observed.Workspace)
-	case !cfg.Gated:
-		return fmt.Errorf("%s: %w (%q comes from %s)", verb, rt.ErrNotGated, name, cfg.Scope)
+	if verb == "approve" {
+		var untrusted []string
+		for _, s := range st.Servers {
+			if slices.Contains(names, s.Name) && s.Reason == events.ReasonUntrusted {
+				untrusted = append(untrusted, s.Name)
+			}
+		}
+		c.trustNeeded(ws, untrusted)
 	}
-	j, _, err := f.openWritable()
+	return nil
+}
+
+// trust trusts the workspace ws (approve --trust).
+func (c *ApproveCommand) trust(ws string) error {
+	if ws == "" {
+		return errors.New("approve --trust: no workspace (give --workspace DIR)")
+	}
+	path, added, err := c.env.trustFolder(ws)
 	if err != nil {
 		return err
 	}
-	defer j.Close()
-	if _, err := rt.RecordApproval(ctx, storeJournal{j.Journal}, lc.Observed.Workspace, *cfg, c.decision, by, buildID(),
-		func() int64 { return time.Now().UnixNano() }); err != nil {
-		return err
+	if added {
+		fmt.Fprintf(c.env.stdout, "trusted %s (%s)\n", ws, path)
+	} else {
+		fmt.Fprintf(c.env.stdout, "%s was already trusted (%s)\n", ws, path)
 	}
-	fmt.Fprintf(c.env.stdout, "%s: %sd by %s at config hash %s (workspace %s)\n", name, verb, by, events.ShortHash(cfg.Hash), lc.Observed.Workspace)
 	return nil
+}
+
+// trustNeeded says, on stderr, that the approved servers named still
+// cannot start until their workspace ws is trusted, and how.
+func (c *ApproveCommand) trustNeeded(ws string, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintf(c.env.stderr, "%s cannot start yet: the workspace %s is not trusted (stdio servers of its .mcp.json need trust and an approval); trust it: mcpledger trust %s\n",
+		strings.Join(names, ", "), ws, shellQuote(ws))
+}
+
+// pendingNames are the servers of rows whose current config waits for a
+// decision.
+func pendingNames(rows []rt.ApprovalRow) []string {
+	var out []string
+	for _, r := range rows {
+		if r.State == "pending" {
+			out = append(out, r.Server)
+		}
+	}
+	return out
+}
+
+// parseNames parses args, flags and names in any order, and returns the
+// names. A bad flag is a usage error; -h returns flag.ErrHelp.
+func parseNames(f *commandFlags, args []string) ([]string, error) {
+	var names []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{msg: err.Error()}
+		}
+		if f.NArg() == 0 {
+			return names, nil
+		}
+		names = append(names, f.Arg(0))
+		args = f.Args()[1:]
+	}
 }
 
 func whoami() string {

@@ -25,10 +25,10 @@ type CallCommand struct{ env *env }
 
 // Run parses args and calls the tool.
 func (c *CallCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("call", "TOOL [--args JSON] [--json] [--wrap]")
+	f := c.env.newCommandFlags("call", "TOOL [--args JSON | --args @FILE | --args -] [--json] [--wrap]")
 	var cf configFlags
 	cf.register(f)
-	argsJSON := f.String("args", "{}", "tool arguments as a JSON object")
+	argsFlag := f.String("args", "{}", "tool arguments as a JSON object: inline, `@FILE` to read them from a file, or - from standard input (for large ones)")
 	asJSON := f.Bool("json", false, "print the MCP CallToolResult as JSON")
 	wrap := f.Bool("wrap", false, `wrap the output in <mcp_tool_output server=… tool=… trust="untrusted"> markers`)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -42,9 +42,9 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
-	var a map[string]any
-	if err := json.Unmarshal([]byte(*argsJSON), &a); err != nil {
-		return usageErrorf("call: --args must be a JSON object: %v", err)
+	argsJSON, a, err := readCallArgs(*argsFlag, c.env.stdin)
+	if err != nil {
+		return err
 	}
 	// Running the command is the user's own approval of the call (under a
 	// policy of ask); the journal records it as call.decided by
@@ -53,7 +53,7 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	defer c.waiting(tool)()
 	if cl := f.control(); cl != nil {
 		var raw json.RawMessage
-		if err := cl.Do(ctx, control.Request{Op: "call", Name: tool, Args: json.RawMessage(*argsJSON), By: "cli"}, &raw); err != nil {
+		if err := cl.Do(ctx, control.Request{Op: "call", Name: tool, Args: argsJSON, By: "cli"}, &raw); err != nil {
 			return err
 		}
 		res := &mcp.CallToolResult{}

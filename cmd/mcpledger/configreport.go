@@ -115,23 +115,59 @@ func admissionReason(r events.Reason) bool {
 }
 
 // printHeld writes, for every server of rows stopped by admission for a
-// reason other than its own config, why and what to do.
-func printHeld(w io.Writer, rows []projections.ServerStatus) {
+// reason other than its own config, why and what to do (ws is the
+// workspace: the directory an untrusted server's recovery names).
+func printHeld(w io.Writer, rows []projections.ServerStatus, ws string) {
 	for _, s := range rows {
 		if s.State == events.StateStopped && admissionReason(s.Reason) && s.Reason != events.ReasonInvalidConfig {
-			fmt.Fprintf(w, "  %s is stopped (%s): %s\n", s.Name, s.Reason, rt.Recovery(s.Name, s.Reason, s.State))
+			fmt.Fprintf(w, "  %s is stopped (%s): %s\n", s.Name, s.Reason, recovery(s.Name, s.Reason, s.State, ws))
 		}
 	}
 }
 
 // reportIdle prints, for a long-running command (run, serve) that has
-// started its session, nothing when a server was admitted, and otherwise
-// why none was, that the command goes on (a reload or a decision may
-// admit one: keepOn says how) and each held server's reason.
-func reportIdle(w io.Writer, rows []projections.ServerStatus, files []string, keepOn string) {
+// started its session, when no server was admitted, why none was, that
+// the command goes on (a reload or a decision may admit one: keepOn says
+// how) and each held server's reason; and in any case, when servers wait
+// for trust or an approval, the command that admits them (printNextStep;
+// ws is the workspace).
+func reportIdle(w io.Writer, rows []projections.ServerStatus, files []string, keepOn, ws string) {
 	if idle := idleReason(rows, files); idle != "" {
 		fmt.Fprintf(w, "%s; %s\n", idle, keepOn)
-		printHeld(w, rows)
+		printHeld(w, rows, ws)
+	}
+	printNextStep(w, rows, ws)
+}
+
+// reportNoTools prints, for serve once its startup gate is passed, why
+// it serves no tool when servers are admitted but none lists one (when
+// none is admitted, reportIdle said why): each server's state, reason,
+// error and recovery (ws: the workspace).
+func reportNoTools(w io.Writer, rows []projections.ServerStatus, files []string, ws string) {
+	if len(rows) == 0 || idleReason(rows, files) != "" {
+		return
+	}
+	for _, s := range rows {
+		if s.Tools > 0 {
+			return
+		}
+	}
+	fmt.Fprintln(w, "serving no tools yet: no server lists one (a server that becomes ready later adds its tools, announced with list_changed)")
+	for _, s := range rows {
+		line := fmt.Sprintf("  %s is %s", s.Name, s.State)
+		if s.Reason != "" {
+			line += " (" + string(s.Reason) + ")"
+		}
+		if s.State == events.StateReady {
+			line += ": it lists no tools"
+		}
+		if s.Error != "" && s.State != events.StateReady {
+			line += ": " + s.Error
+		}
+		if r := recovery(s.Name, s.Reason, s.State, ws); r != "" {
+			line += "; " + r
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 

@@ -311,7 +311,11 @@ func (c *WhyCommand) Run(ctx context.Context, args []string) error {
 	}
 	if !ex.Available && ex.Server != "" {
 		if st, ok := lastState(evs, ex.Seq, ex.Server); ok {
-			if r := rt.Recovery(ex.Server, st.Reason, st.To); r != "" {
+			r := rt.Recovery(ex.Server, st.Reason, st.To)
+			if ws := lastWorkspace(evs, ex.Seq); st.Reason == events.ReasonUntrusted && ws != "" {
+				r = untrustedRecovery(ex.Server, ws)
+			}
+			if r != "" {
 				fmt.Fprintf(c.env.stdout, "  recovery: %s\n", r)
 			}
 		}
@@ -325,6 +329,21 @@ func printLost(w io.Writer, lost []replay.LostCall) {
 	for _, c := range lost {
 		fmt.Fprintf(w, "  %s call %s started at seq %d, lost at seq %d: %s\n", c.Name, c.CallID, c.Started, c.Seq, c.Error)
 	}
+}
+
+// lastWorkspace is the workspace of the last config reading in evs up to
+// seq ("" for none).
+func lastWorkspace(evs []events.Event, seq uint64) string {
+	ws := ""
+	for _, e := range evs {
+		if e.Seq > seq {
+			break
+		}
+		if p, ok := e.Payload.(*events.ConfigObserved); ok {
+			ws = p.Workspace
+		}
+	}
+	return ws
 }
 
 func lastState(evs []events.Event, seq uint64, server string) (*events.ServerTransitioned, bool) {

@@ -73,7 +73,8 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		if !*watch {
 			keepOn = "mcpledger keeps running: `mcpledger reload` reads the config again"
 		}
-		reportIdle(c.env.stderr, m.Status(), cf.files, keepOn)
+		v := m.Snapshot()
+		reportIdle(c.env.stderr, v.Status, cf.files, keepOn, v.Config.Workspace)
 	}
 	fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
 		m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
@@ -83,10 +84,12 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		rows := m.Status()
 		printStatus(c.env.stdout, rows, time.Now(), "STATE")
 		verdict := onceVerdict(rows, cf.files)
+		ws := m.Snapshot().Config.Workspace
 		if _, none := verdict.(*nothingToRunError); !none && idleReason(rows, cf.files) != "" {
 			fmt.Fprintln(c.env.stderr, idleReason(rows, cf.files))
-			printHeld(c.env.stderr, rows)
+			printHeld(c.env.stderr, rows, ws)
 		}
+		printNextStep(c.env.stderr, rows, ws)
 		if err := m.Shutdown("run --once"); err != nil {
 			return err
 		}
@@ -153,6 +156,7 @@ func watchStates(m *rt.Manager, w io.Writer, tty bool) (startupDone, stop func()
 		var cfg configReporter
 		settledAt := map[string]time.Duration{}
 		promptable := map[string]bool{}
+		shownErr := map[string]string{} // the error last printed, by server
 		t0 := time.Now()
 		var v *rt.View
 		drawn := 0
@@ -227,8 +231,11 @@ func watchStates(m *rt.Manager, w io.Writer, tty bool) (startupDone, stop func()
 				if s.State == events.StateReady {
 					line += fmt.Sprintf(" %d tools", s.Tools)
 				}
-				if s.Error != "" && s.State != events.StateReady {
+				// An error once per server until it changes (a crash loop
+				// repeats the same one), and on the line that ends in failed.
+				if s.Error != "" && s.State != events.StateReady && (s.Error != shownErr[s.Name] || s.State == events.StateFailed) {
 					line += "  " + s.Error
+					shownErr[s.Name] = s.Error
 				}
 				fmt.Fprintln(w, line)
 			}

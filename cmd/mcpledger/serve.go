@@ -142,7 +142,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		// Nothing to serve yet is no reason to stop: a reload, an approval
 		// (asked by elicitation) or trust may admit a server later.
 		flushConfig()
-		reportIdle(c.env.stderr, m.Status(), cf.files, "serving an empty catalog until a reload or a decision admits one")
+		v := m.Snapshot()
+		reportIdle(c.env.stderr, v.Status, cf.files, "serving an empty catalog until a reload or a decision admits one", v.Config.Workspace)
+		reportNoTools(c.env.stderr, v.Status, cf.files, v.Config.Workspace)
 		fmt.Fprintf(c.env.stderr, "session %s: %d ready, %d connecting, %d failed, %d stopped (%s); journal %s\n",
 			m.Session(), len(rep.Ready), len(rep.Connecting), len(rep.Failed), len(rep.Stopped), rep.Elapsed.Round(time.Millisecond), path)
 	}

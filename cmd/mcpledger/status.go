@@ -62,6 +62,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 		printJournalHealth(c.env.stdout, res.Journal, now)
 		printStatus(c.env.stdout, res.Servers, now, "STATE")
 		printConfigSection(c.env.stdout, res.Config)
+		printNextStep(c.env.stdout, res.Servers, res.Config.Workspace)
 		return nil
 	case res.Session == "":
 		fmt.Fprintln(c.env.stdout, "no mcpledger is running, and the journal has no session yet")
@@ -78,6 +79,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	fmt.Fprintln(c.env.stdout, "its servers as they stood when it began to end:")
 	printStatus(c.env.stdout, res.Servers, now, "AT THE END")
 	printConfigSection(c.env.stdout, res.Config)
+	printNextStep(c.env.stdout, res.Servers, res.Config.Workspace)
 	return nil
 }
 

@@ -165,21 +165,23 @@ func buildID() string {
 	return s
 }
 
-// printStatus writes one line per server: name, state, reason, transport,
-// tools, attempt, since, error.
+// printStatus writes a table of one line per server: name, state,
+// reason, transport, tools, attempt, since, error; its columns as wide as
+// their content.
 func printStatus(w interface{ Write([]byte) (int, error) }, rows []projections.ServerStatus, now time.Time, stateColumn string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no servers")
 		return
 	}
-	fmt.Fprintf(w, "%-20s %-13s %-17s %-9s %5s %7s %8s  %s\n", "SERVER", stateColumn, "REASON", "TRANSPORT", "TOOLS", "ATTEMPT", "SINCE", "ERROR")
+	t := newTable([]string{"SERVER", stateColumn, "REASON", "TRANSPORT", "TOOLS", "ATTEMPT", "SINCE", "ERROR"}, "TOOLS", "ATTEMPT", "SINCE")
 	for _, s := range rows {
 		since := "-"
 		if s.Since > 0 {
 			since = now.Sub(time.Unix(0, s.Since)).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "%-20s %-13s %-17s %-9s %5d %7d %8s  %s\n", s.Name, s.State, dash(string(s.Reason)), s.Transport, s.Tools, s.Attempt, since, s.Error)
+		t.add(s.Name, string(s.State), dash(string(s.Reason)), string(s.Transport), strconv.Itoa(s.Tools), strconv.Itoa(s.Attempt), since, s.Error)
 	}
+	t.write(w)
 	for _, s := range rows {
 		if line := authLine(s, now); line != "" {
 			fmt.Fprintf(w, "%s: %s\n", s.Name, line)
