@@ -95,6 +95,14 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&TimelineCommand{env: e}).Run(ctx, args)
 	case "trust":
 		err = (&TrustCommand{env: e}).Run(ctx, args)
+	case "add":
+		err = (&AddCommand{env: e}).Run(ctx, args)
+	case "add-json":
+		err = (&AddCommand{env: e, fromJSON: true}).Run(ctx, args)
+	case "remove":
+		err = (&RemoveCommand{env: e}).Run(ctx, args)
+	case "get":
+		err = (&GetCommand{env: e}).Run(ctx, args)
 	case "login":
 		err = (&AuthCommand{env: e}).Run(ctx, args)
 	case "logout":

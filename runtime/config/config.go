@@ -30,6 +30,11 @@ import (
 //     "allowed", "excluded", "trustedFolders" and "enableProjectConfig";
 //  4. drop-ins UserDir/servers.d/*.json, by file name: an earlier name
 //     wins (dot files are skipped).
+//
+// Claude Code's ~/.claude.json (ClaudeFile) adds two sources, placed as
+// Claude Code ranks them (local, then project, then user): its local
+// scope for the workspace right after the flags, its user scope last.
+// The user config's "enableClaudeCodeConfig": false turns both off.
 type Sources struct {
 	// Flags are the --mcp-config files in command-line order. A missing
 	// flag file is an error; a missing file of any other source is not.
@@ -40,6 +45,12 @@ type Sources struct {
 	// UserDir is $XDG_CONFIG_HOME/mcpledger ("" for none); see
 	// [UserDir].
 	UserDir string
+	// ClaudeFile is Claude Code's ~/.claude.json ("" for none); see
+	// [ClaudeFile]. Only its "mcpServers" (scope user) and
+	// "projects" → Workspace → "mcpServers" (scope local) are read.
+	// It is bounded by the larger of MaxFileBytes and 64 MiB: Claude
+	// Code keeps its own state in it.
+	ClaudeFile string
 	// LaunchBound is the --allowed-servers upper bound, meaningful when
 	// HasLaunchBound is true (an empty bound denies all).
 	LaunchBound    []string
@@ -263,6 +274,29 @@ func Load(src Sources) Reading {
 		userPath = filepath.Join(absPath(src.UserDir), "config.json")
 		user = read(userPath, events.ScopeUser, false)
 	}
+	var claudeUser configFile
+	var claudePath string
+	if src.ClaudeFile != "" && !user.settings.claudeOff {
+		claudePath = absPath(src.ClaudeFile)
+		lc.Files = append(lc.Files, claudePath)
+		var local configFile
+		data, err := readLimited(claudePath, max(limit, maxEditBytes))
+		var tl *tooLargeError
+		switch {
+		case err == nil:
+			var ws []string
+			if obs.Workspace != "" {
+				ws = []string{obs.Workspace, absPath(src.Workspace)}
+			}
+			local, claudeUser = parseClaudeFile(claudePath, data, ws)
+		case errors.Is(err, fs.ErrNotExist):
+		case errors.As(err, &tl):
+			claudeUser.errs = []string{fmt.Sprintf(`%s: Claude Code's config is larger than %s; it is not read: shrink it, or set "%s": false in %s`, claudePath, byteSize(tl.limit), keySettingClaude, userPath)}
+		default:
+			claudeUser.errs = []string{fmt.Sprintf("%s: cannot read Claude Code's config: %v; check that it is a readable file", claudePath, err)}
+		}
+		files = append(files, file{claudePath, local})
+	}
 	if obs.Workspace != "" {
 		p := filepath.Join(obs.Workspace, ".mcp.json")
 		if !user.settings.projectOff {
@@ -290,6 +324,9 @@ func Load(src Sources) Reading {
 			cf := read(p, events.ScopeDropIn, false)
 			files = append(files, file{p, cf})
 		}
+	}
+	if claudePath != "" {
+		files = append(files, file{claudePath, claudeUser})
 	}
 
 	// Merge: the first source that names a server wins it.
