@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -172,6 +173,44 @@ func (p Place) Add(name string, entry []byte, force bool) (replaced bool, err er
 		return out, err
 	})
 	return replaced, err
+}
+
+// AddMany writes entries at p in one atomic edit, in order, each as Add
+// would. A name already there is left as it is and listed in taken,
+// unless force.
+func (p Place) AddMany(entries []Entry, force bool) (added, taken []string, err error) {
+	mode := fs.FileMode(0o600)
+	if p.Scope == ScopeNameProject && !slices.ContainsFunc(entries, func(e Entry) bool { return holdsValues(e.JSON) }) {
+		mode = 0o644
+	}
+	err = editFile(p.Path, mode, func(old []byte) ([]byte, error) {
+		added, taken = nil, nil
+		text := old
+		for _, e := range entries {
+			d, err := newEditDoc(p.Path, text)
+			if err != nil {
+				return nil, err
+			}
+			keys := append(append([]string{}, p.Keys...), e.Name)
+			cur, err := d.get(keys)
+			if err != nil {
+				return nil, err
+			}
+			if cur != nil && !force {
+				taken = append(taken, e.Name)
+				continue
+			}
+			if text, err = d.set(keys, e.JSON); err != nil {
+				return nil, err
+			}
+			added = append(added, e.Name)
+		}
+		if len(added) > 0 && len(bytes.TrimSpace(old)) == 0 {
+			text = append(bytes.TrimRight(text, "\n"), '\n')
+		}
+		return text, nil
+	})
+	return added, taken, err
 }
 
 // Remove deletes server name from p, atomically, every other byte of the

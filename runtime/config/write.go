@@ -30,7 +30,8 @@ var ErrConcurrentEdit = errors.New("config: the file kept changing while it was 
 // its target is replaced, the link kept. If the file changes between the
 // read and the rename, the edit is redone on the new text (up to
 // editAttempts times). edit receives nil for a missing file. When edit
-// returns the text unchanged nothing is written.
+// returns the text unchanged (or nothing for a missing file) nothing is
+// written.
 func editFile(path string, newMode fs.FileMode, edit func(old []byte) ([]byte, error)) error {
 	target := path
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -49,7 +50,7 @@ func editFile(path string, newMode fs.FileMode, edit func(old []byte) ([]byte, e
 		if err != nil {
 			return err
 		}
-		if old != nil && bytes.Equal(text, old) {
+		if bytes.Equal(text, old) { // nothing to do (nor a file to create)
 			return nil
 		}
 		dir := filepath.Dir(target)
