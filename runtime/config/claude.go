@@ -27,6 +27,9 @@ const keySettingClaude = "enableClaudeCodeConfig"
 // file that is not a JSON object is unusable: user holds the error.
 func parseClaudeFile(path string, data []byte, workspaces []string) (local, user configFile) {
 	data = stripJSONC(data)
+	if len(bytes.TrimSpace(data)) == 0 {
+		return local, user // an empty file holds no servers
+	}
 	if msg := syntaxProblem(path, data); msg != "" {
 		user.errs = append(user.errs, msg)
 		return local, user
@@ -92,8 +95,8 @@ func (f *configFile) addServers(path string, data []byte, m member, scope events
 // syntaxProblem says where data (comments stripped) stops being JSON,
 // "" when it is JSON.
 func syntaxProblem(path string, data []byte) string {
-	if len(bytes.TrimSpace(data)) == 0 || json.Valid(data) {
-		return "" // an empty file holds no servers
+	if json.Valid(data) {
+		return ""
 	}
 	return parseConfigFile(path, data, events.ScopeUser, false).errs[0]
 }
