@@ -30,9 +30,9 @@ type scopeFlags struct {
 }
 
 func (s *scopeFlags) register(f *commandFlags, def string) {
-	usage := "where the server goes, as Claude Code keeps it: `SCOPE` project (WORKSPACE/.mcp.json), user (~/.claude.json) or local (~/.claude.json, this workspace only)"
+	usage := "`SCOPE`, where the server goes, as Claude Code keeps it: project (WORKSPACE/.mcp.json), user (~/.claude.json) or local (~/.claude.json, this workspace only)"
 	f.StringVar(&s.scope, "scope", def, usage)
-	f.StringVar(&s.scope, "s", def, "shorthand for --scope")
+	f.StringVar(&s.scope, "s", def, "shorthand for --scope `SCOPE`")
 	f.StringVar(&s.workspace, "workspace", "", "workspace `DIR` (default: current directory)")
 }
 
@@ -100,8 +100,8 @@ func (c *AddCommand) Run(ctx context.Context, args []string) error {
 	var transport string
 	var envs, headers []string
 	if !c.fromJSON {
-		f.StringVar(&transport, "transport", "stdio", "`stdio`, http or sse")
-		f.StringVar(&transport, "t", "stdio", "shorthand for --transport")
+		f.StringVar(&transport, "transport", "stdio", "`TRANSPORT`: stdio, http or sse")
+		f.StringVar(&transport, "t", "stdio", "shorthand for --transport `TRANSPORT`")
 		f.Var(multiFlag{&envs}, "env", "`K=V` in the server's env (repeatable; ${VAR} is expanded when it runs)")
 		f.Var(multiFlag{&envs}, "e", "shorthand for --env")
 		f.Var(multiFlag{&headers}, "header", "`'K: V'` HTTP header of a remote server (repeatable)")
