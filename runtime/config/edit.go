@@ -173,19 +173,59 @@ func (d *editDoc) remove(keys []string) ([]byte, bool, error) {
 			return out, removed, nil
 		}
 		i := lastSpan(ms, keys[len(keys)-1])
-		switch {
-		case i > 0:
-			out = splice(cur.orig, ms[i-1].valEnd, ms[i].valEnd, nil)
-		case len(ms) > 1:
-			out = splice(cur.orig, ms[0].keyStart, ms[1].keyStart, nil)
-		default:
-			out = splice(cur.orig, obj+1, closingBrace(cur.s, obj), nil)
+		if from, to, comma, ok := cur.memberLines(obj, ms[i]); ok && len(ms) > 1 {
+			out = splice(cur.orig, from, to, nil)
+			if comma >= 0 {
+				out = splice(out, comma, comma+1, nil)
+			}
+		} else {
+			switch {
+			case i > 0:
+				out = splice(cur.orig, ms[i-1].valEnd, ms[i].valEnd, nil)
+			case len(ms) > 1:
+				out = splice(cur.orig, ms[0].keyStart, ms[1].keyStart, nil)
+			default:
+				out = splice(cur.orig, obj+1, closingBrace(cur.s, obj), nil)
+			}
 		}
 		removed = true
 		if cur, err = newEditDoc(d.path, out); err != nil {
 			return nil, false, err // cannot happen: the edit keeps the JSON valid
 		}
 	}
+}
+
+// memberLines returns the lines member m of the object at obj occupies
+// when it has lines of its own: from the end of the line before it (so
+// that line keeps its trailing comment) through its trailing comma and
+// the rest of its last line, comment lines just above it included. comma
+// is the separator before it to delete when m is the last member without
+// a trailing comma (-1 for none). ok is false for a member that shares a
+// line with another.
+func (d *editDoc) memberLines(obj int, m span) (from, to, comma int, ok bool) {
+	prev := m.keyStart - 1 // the last significant byte before m: ',' or '{'
+	for prev > obj && isSpace(d.s[prev]) {
+		prev--
+	}
+	nl := bytes.IndexByte(d.s[prev+1:m.keyStart], '\n')
+	if nl < 0 {
+		return 0, 0, 0, false
+	}
+	from = prev + 1 + nl
+	after := skipWS(d.s, m.valEnd)
+	to, comma = m.valEnd, -1
+	if d.s[after] == ',' {
+		to = after + 1
+	} else if d.s[prev] == ',' {
+		comma = prev
+	}
+	for to < len(d.s) && (d.s[to] == ' ' || d.s[to] == '\t' || d.s[to] == '\r') {
+		to++
+	}
+	if to < len(d.s) && d.s[to] != '\n' {
+		return 0, 0, 0, false
+	}
+	return from, to, comma, true
 }
 
 // format indents value (valid JSON) for a member whose line starts with

@@ -75,6 +75,8 @@ func TestEditGolden(t *testing.T) {
 		{"jsonc-add", "jsonc.in.json", []string{"mcpServers", "memory"}, memory, "mcpServers"},
 		{"jsonc-remove-first", "jsonc.in.json", []string{"mcpServers", "github"}, nil, "mcpServers"},
 		{"jsonc-remove-last", "jsonc.in.json", []string{"mcpServers", "files"}, nil, "mcpServers"},
+		{"comments-remove-first", "comments.in.json", []string{"mcpServers", "a"}, nil, "mcpServers"},
+		{"comments-remove-last", "comments.in.json", []string{"mcpServers", "b"}, nil, "mcpServers"},
 		{"compact-add", "compact.in.json", []string{"mcpServers", "c"}, StdioEntry("c", nil, nil), "mcpServers"},
 		{"compact-remove-duplicates", "compact.in.json", []string{"mcpServers", "a"}, nil, "mcpServers"},
 		{"empty-add", "", []string{"mcpServers", "memory"}, memory, "mcpServers"},
