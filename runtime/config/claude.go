@@ -26,7 +26,7 @@ const keySettingClaude = "enableClaudeCodeConfig"
 // that ~/.claude.json lists under "projects", and its user servers. A
 // file that is not a JSON object is unusable: user holds the error.
 func parseClaudeFile(path string, data []byte, workspaces []string) (local, user configFile) {
-	data = stripJSONC(data)
+	// Claude Code reads and writes it as plain JSON (no comments).
 	if len(bytes.TrimSpace(data)) == 0 {
 		return local, user // an empty file holds no servers
 	}
@@ -34,7 +34,10 @@ func parseClaudeFile(path string, data []byte, workspaces []string) (local, user
 		user.errs = append(user.errs, msg)
 		return local, user
 	}
-	top, ok := objectMembers(data, 0)
+	// The file is large and its servers few: its objects are walked with
+	// the edit scanner (a byte loop over JSON already checked), not
+	// decoded.
+	top, ok := scanMembers(data, firstNonSpace(data, 0))
 	if !ok {
 		user.errs = append(user.errs, position(path, data, firstNonSpace(data, 0))+": Claude Code's config must hold a JSON object; it is ignored until it does (set \"enableClaudeCodeConfig\": false in mcpledger's config.json to stop reading it)")
 		return local, user
@@ -44,7 +47,7 @@ func parseClaudeFile(path string, data []byte, workspaces []string) (local, user
 		case keyServers:
 			user.addServers(path, data, m, events.ScopeUser)
 		case "projects":
-			projects, ok := objectMembers(m.val, m.off)
+			projects, ok := scanMembers(data, m.off)
 			if !ok {
 				continue
 			}
@@ -53,7 +56,7 @@ func parseClaudeFile(path string, data []byte, workspaces []string) (local, user
 				if i < 0 {
 					continue
 				}
-				fields, _ := objectMembers(projects[i].val, projects[i].off)
+				fields, _ := scanMembers(data, projects[i].off)
 				for _, f := range fields {
 					if f.key == keyServers {
 						local.addServers(path, data, f, events.ScopeLocal)
@@ -69,6 +72,21 @@ func parseClaudeFile(path string, data []byte, workspaces []string) (local, user
 		return configFile{}, configFile{errs: append(user.errs, local.errs...)}
 	}
 	return local, user
+}
+
+// scanMembers returns the members of the object at data[open] (valid
+// JSON, comments stripped) with absolute offsets; ok is false when it is
+// not an object.
+func scanMembers(data []byte, open int) ([]member, bool) {
+	if open >= len(data) || data[open] != '{' {
+		return nil, false
+	}
+	spans, _ := objectSpans(data, open)
+	out := make([]member, len(spans))
+	for i, sp := range spans {
+		out[i] = member{key: sp.key, val: data[sp.valStart:sp.valEnd], off: sp.valStart}
+	}
+	return out, true
 }
 
 // addServers parses the object of servers m into f (the last of

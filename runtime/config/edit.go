@@ -295,8 +295,10 @@ func objectSpans(b []byte, open int) ([]span, int) {
 	for i < len(b) && b[i] != '}' {
 		ks := i
 		ke := skipValue(b, i)
-		var key string
-		_ = json.Unmarshal(b[ks:ke], &key)
+		key := string(b[ks+1 : ke-1])
+		if bytes.IndexByte(b[ks:ke], '\\') >= 0 {
+			_ = json.Unmarshal(b[ks:ke], &key)
+		}
 		i = skipWS(b, ke)
 		i = skipWS(b, i+1) // ':'
 		vs := i
