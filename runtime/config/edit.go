@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Editing a config file as a person would: one member of one object
@@ -122,6 +123,11 @@ func (d *editDoc) get(keys []string) ([]byte, error) {
 // parsers use), else appended to its object, creating the missing
 // objects on the way. value is indented to its place.
 func (d *editDoc) set(keys []string, value []byte) ([]byte, error) {
+	for _, k := range keys {
+		if !utf8.ValidString(k) {
+			return nil, fmt.Errorf("%w: the name %q is not valid UTF-8", ErrNotEditable, k)
+		}
+	}
 	obj, ms, found, last, err := d.find(keys)
 	if err != nil {
 		return nil, err
@@ -296,7 +302,7 @@ func objectSpans(b []byte, open int) ([]span, int) {
 		ks := i
 		ke := skipValue(b, i)
 		key := string(b[ks+1 : ke-1])
-		if bytes.IndexByte(b[ks:ke], '\\') >= 0 {
+		if bytes.IndexByte(b[ks:ke], '\\') >= 0 || !utf8.Valid(b[ks:ke]) {
 			_ = json.Unmarshal(b[ks:ke], &key)
 		}
 		i = skipWS(b, ke)

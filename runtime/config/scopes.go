@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpledger/mcpledger/events"
 )
@@ -245,6 +246,9 @@ func CheckEntry(name string, entry []byte) ([]string, error) {
 	}
 	if s := bytes.TrimSpace(entry); len(s) == 0 || s[0] != '{' {
 		return nil, fmt.Errorf(`%w: %s: the entry must be a JSON object like {"command": "..."} or {"type": "http", "url": "..."}`, ErrInvalidEntry, name)
+	}
+	if !utf8.ValidString(name) {
+		return nil, fmt.Errorf("%w: the server name is not valid UTF-8: rename it", ErrInvalidEntry)
 	}
 	nb, _ := json.Marshal(name)
 	doc := []byte(`{"mcpServers":{` + string(nb) + `:` + string(entry) + `}}`)

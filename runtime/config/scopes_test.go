@@ -318,8 +318,10 @@ func TestCheckEntry(t *testing.T) {
 			t.Errorf("%s: unexpected warnings %q", c.entry, warns)
 		}
 	}
-	if _, err := CheckEntry("", []byte(`{"command": "x"}`)); !errors.Is(err, ErrInvalidEntry) {
-		t.Errorf("empty name: %v", err)
+	for _, name := range []string{"", "a\x00b", "\xff"} {
+		if _, err := CheckEntry(name, []byte(`{"command": "x"}`)); !errors.Is(err, ErrInvalidEntry) {
+			t.Errorf("name %q: %v", name, err)
+		}
 	}
 }
 
