@@ -135,7 +135,7 @@ func (c *AddCommand) Run(ctx context.Context, args []string) error {
 		verb = "replaced"
 	}
 	fmt.Fprintf(c.env.stdout, "%s server %q (%s scope) in %s\n", verb, srv, p.Scope, p)
-	c.env.afterEdit(f, p, srv, sf.workspace)
+	c.env.afterEdit(f, p, srv, sf.workspace, false)
 	return nil
 }
 
@@ -205,27 +205,29 @@ func splitKVs(list []string, sep, flagName, form string) ([]events.KV, error) {
 }
 
 // afterEdit reads the configuration as run would and says what the edit
-// means: the server shadowed by another source, the approval or trust a
+// means: another source's entry of the name that wins over the one just
+// added (or is still there after a remove), the trust and approval a
 // project server needs, and that a running mcpledger reloads by itself.
-func (e *env) afterEdit(f *commandFlags, p config.Place, name, workspace string) {
+func (e *env) afterEdit(f *commandFlags, p config.Place, name, workspace string, removed bool) {
 	cf := configFlags{workspace: workspace}
 	r := cf.loader(e)()
-	for _, s := range r.Observed.Shadowed {
-		if s.Name == name && strings.HasPrefix(s.At, p.Path+":") {
-			fmt.Fprintf(e.stderr, "note: %q is also defined at %s, which wins over this one (see mcpledger get %s)\n", name, s.Winner, name)
-		}
-	}
 	if err := r.Err(); err != nil {
 		fmt.Fprintf(e.stderr, "note: mcpledger cannot use every config file yet:\n%v\n", err)
 	}
-	if p.Scope == config.ScopeNameProject {
-		for _, s := range r.Observed.Servers {
-			if s.Name == name && s.Source == p.Path {
-				if s.Transport == events.TransportStdio && !r.Observed.Trusted {
-					fmt.Fprintf(e.stdout, "next: mcpledger trust %s  (a workspace's stdio servers spawn only in a trusted workspace)\n", r.Observed.Workspace)
-				}
-				fmt.Fprintf(e.stdout, "next: mcpledger approve %s  (a project server runs once approved)\n", name)
+	i := slices.IndexFunc(r.Observed.Servers, func(s events.ServerConfig) bool { return s.Name == name })
+	if i >= 0 {
+		s := r.Observed.Servers[i]
+		ours := s.Source == p.Path && string(s.Scope) == p.Scope
+		switch {
+		case removed:
+			fmt.Fprintf(e.stdout, "note: %q is still configured in %s (%s scope)\n", name, s.Source, s.Scope)
+		case !ours:
+			fmt.Fprintf(e.stderr, "note: %q from %s (%s scope) wins over the one just added; see mcpledger get %s\n", name, s.Source, s.Scope, name)
+		case s.Gated:
+			if s.Transport == events.TransportStdio && !r.Observed.Trusted {
+				fmt.Fprintf(e.stdout, "next: mcpledger trust %s  (a workspace's stdio servers spawn only in a trusted workspace)\n", r.Observed.Workspace)
 			}
+			fmt.Fprintf(e.stdout, "next: mcpledger approve %s  (a project server runs once approved)\n", name)
 		}
 	}
 	if f.control() != nil {
@@ -285,6 +287,6 @@ func (c *RemoveCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("remove %s: %w", name, err)
 	}
 	fmt.Fprintf(c.env.stdout, "removed server %q (%s scope) from %s\n", name, p.Scope, p)
-	c.env.afterEdit(f, p, name, sf.workspace)
+	c.env.afterEdit(f, p, name, sf.workspace, true)
 	return nil
 }

@@ -226,13 +226,16 @@ func TestAddUsage(t *testing.T) {
 }
 
 // TestRemoveFindsTheScope: remove without --scope takes the name from
-// the one scope that has it, and asks which when several do.
+// the one scope that has it, and asks which when several do; add and
+// remove say when another scope's entry of the name is the one in force.
 func TestRemoveFindsTheScope(t *testing.T) {
-	_, ws, _ := serversEnv(t)
-	for _, s := range []string{"project", "user"} {
-		if r := runCLI(t, "add", "--scope", s, "--workspace", ws, "dup", "--", "x"); r.err != nil {
-			t.Fatal(r.err)
-		}
+	home, ws, _ := serversEnv(t)
+	if r := runCLI(t, "add", "--scope", "project", "--workspace", ws, "dup", "--", "x"); r.err != nil || strings.Contains(r.stderr, "wins") {
+		t.Fatalf("add dup to project: %v %s", r.err, r.stderr)
+	}
+	// The project scope wins over Claude Code's user scope: add says so.
+	if r := runCLI(t, "add", "--scope", "user", "--workspace", ws, "dup", "--", "x"); r.err != nil || !strings.Contains(r.stderr, `"dup" from `+filepath.Join(ws, ".mcp.json")+" (project scope) wins over the one just added") {
+		t.Fatalf("add dup to user: %v %s", r.err, r.stderr)
 	}
 	if r := runCLI(t, "add", "--scope", "user", "--workspace", ws, "once", "--", "x"); r.err != nil {
 		t.Fatal(r.err)
@@ -244,8 +247,8 @@ func TestRemoveFindsTheScope(t *testing.T) {
 	if r := runCLI(t, "remove", "once", "--workspace", ws); r.err != nil || !strings.Contains(r.stdout, "(user scope)") {
 		t.Errorf("remove once: %v %s", r.err, r.stdout)
 	}
-	if r := runCLI(t, "remove", "dup", "--scope", "project", "--workspace", ws); r.err != nil {
-		t.Errorf("remove --scope project: %v", r.err)
+	if r := runCLI(t, "remove", "dup", "--scope", "project", "--workspace", ws); r.err != nil || !strings.Contains(r.stdout, `"dup" is still configured in `+filepath.Join(home, ".claude.json")+" (user scope)") {
+		t.Errorf("remove --scope project: %v %s", r.err, r.stdout)
 	}
 	if r := runCLI(t, "remove", "nosuch", "--workspace", ws); r.err == nil || !strings.Contains(r.err.Error(), "mcpledger get nosuch") {
 		t.Errorf("remove of an unknown name: %v", r.err)
