@@ -254,3 +254,40 @@ func TestRemoveFindsTheScope(t *testing.T) {
 		t.Errorf("remove of an unknown name: %v", r.err)
 	}
 }
+
+// TestGetShape: get's text and --json, against golden files: where the
+// server comes from, what it shadows, env and header names without their
+// values, and no status without a journal.
+func TestGetShape(t *testing.T) {
+	home, ws, _ := serversEnv(t)
+	for _, args := range [][]string{
+		{"add", "--scope", "user", "--env", "TOKEN=s3cret-value", "gh", "--", "gh-mcp", "--read-only"},
+		{"add", "--scope", "local", "--env", "TOKEN=other", "gh", "--", "gh-mcp"},
+		{"add", "--scope", "project", "--transport", "http", "-H", "Authorization: Bearer s3cret-value", "api", "https://api.example/mcp"},
+	} {
+		if r := runCLI(t, append([]string{args[0], "--workspace", ws}, args[1:]...)...); r.err != nil {
+			t.Fatalf("%v: %v", args, r.err)
+		}
+	}
+	clean := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, ws, "$WS"), home, "$HOME") }
+	var out strings.Builder
+	for _, name := range []string{"gh", "api"} {
+		r := runCLI(t, "get", name, "--workspace", ws)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		out.WriteString(r.stdout)
+		r = runCLI(t, "get", name, "--json", "--workspace", ws)
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		out.WriteString(r.stdout)
+	}
+	if strings.Contains(out.String(), "s3cret") {
+		t.Errorf("get shows a secret:\n%s", out.String())
+	}
+	goldenFile(t, "get.golden", clean(out.String()))
+	if r := runCLI(t, "get", "nosuch", "--workspace", ws); r.err == nil || !strings.Contains(r.err.Error(), "mcpledger add nosuch") {
+		t.Errorf("get nosuch: %v", r.err)
+	}
+}
