@@ -186,7 +186,9 @@ func UserDir(lookupEnv func(string) (string, bool), home string) string {
 //
 // Every file has the .mcp.json format: {"mcpServers": {NAME: ENTRY}}, with
 // VS Code's "servers" as an alias ("mcpServers" wins a name in both), and
-// comments and trailing commas allowed. ENTRY fields: "command", "args",
+// comments and trailing commas allowed; of ~/.claude.json (plain JSON)
+// only "mcpServers" and "projects" → Workspace → "mcpServers" are read
+// (claude.go). ENTRY fields: "command", "args",
 // "env", "cwd" for stdio; "type" ("stdio", "http", "streamable-http",
 // "streamableHttp" or "sse", in any case), "url", "headers" for remote;
 // without "type", "command" means stdio and "url" means http. Also
