@@ -19,7 +19,7 @@ import (
 type ImportFromCommand struct{ env *env }
 
 // importFromSynopsis is import --from's usage line.
-const importFromSynopsis = "--from claude-desktop|claude-code|vscode|cursor [--scope project|user|local] [--force] [--dry-run]"
+const importFromSynopsis = "--from claude-desktop|claude-code|vscode|cursor [--file FILE] [--scope project|user|local] [--force] [--dry-run]"
 
 // importsFrom reports whether args ask for import --from.
 func importsFrom(args []string) bool {
@@ -36,6 +36,7 @@ func (c *ImportFromCommand) Run(ctx context.Context, args []string) error {
 	from := f.String("from", "", "the client whose servers to import: `SOURCE` "+strings.Join(config.ImportSources, ", "))
 	force := f.Bool("force", false, "replace servers of the same name in the target scope")
 	dry := f.Bool("dry-run", false, "list what would be imported; write nothing")
+	file := f.String("file", "", "read this `FILE` (in SOURCE's format) instead of SOURCE's usual files: another profile, VS Code Insiders, a copy")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -52,6 +53,13 @@ func (c *ImportFromCommand) Run(ctx context.Context, args []string) error {
 	places, err := config.ForeignFiles(*from, fe)
 	if err != nil {
 		return usageErrorf("import: %v", err)
+	}
+	if *file != "" {
+		keys := []string{"mcpServers"}
+		if *from == "vscode" {
+			keys = []string{"servers"}
+		}
+		places = []config.Place{{Scope: *from, Path: *file, Keys: keys}}
 	}
 	var entries []config.Entry
 	origin := map[string]string{}

@@ -116,6 +116,16 @@ func TestImportFrom(t *testing.T) {
 	if r.err != nil || !strings.Contains(r.stdout, "imported 0 server(s)") || !strings.Contains(r.stdout, "skipped db: already in") {
 		t.Errorf("second import: %v\n%s", r.err, r.stdout)
 	}
+	// --file reads another copy in the client's format (VS Code's
+	// "servers"), not the usual files.
+	other := filepath.Join(home, "insiders-mcp.json")
+	if err := os.WriteFile(other, []byte(`{"servers": {"insiders": {"type": "stdio", "command": "i"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "import", "--from", "vscode", "--file", other, "--workspace", ws, "--scope", "user")
+	if r.err != nil || !strings.Contains(r.stdout, "imported 1 server(s)") || !strings.Contains(r.stdout, "+ insiders  (from "+other+")") {
+		t.Errorf("import --file: %v\n%s", r.err, r.stdout)
+	}
 	// The session import is still `import FILE`.
 	if r := runCLI(t, "import", filepath.Join(ws, "missing.jsonl")); r.err == nil || strings.Contains(r.err.Error(), "--from") {
 		t.Errorf("import FILE: %v", r.err)
