@@ -42,6 +42,11 @@ func (s *scopeFlags) place(e *env) (config.Place, error) {
 	if ws == "" {
 		ws, _ = os.Getwd()
 	}
+	if s.scope != config.ScopeNameUser {
+		if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+			return config.Place{}, usageErrorf("workspace %s is not a directory: check --workspace", ws)
+		}
+	}
 	p, err := config.PlaceOf(s.scope, ws, claudeFile(e))
 	if err != nil {
 		return p, usageErrorf("--scope: %v", err)

@@ -198,6 +198,7 @@ func TestAddUsage(t *testing.T) {
 		{"add", "--header", "X: y", "x", "--", "cmd"},
 		{"add", "--transport", "http", "--env", "A=b", "x", "https://x.example"},
 		{"add", "--scope", "global", "x", "--", "cmd"},
+		{"add", "--scope", "project", "--workspace", filepath.Join(ws, "typo"), "x", "--", "cmd"},
 		{"add-json", "x"},
 		{"remove"},
 		{"get"},

@@ -72,7 +72,7 @@ func (c *configFlags) loader(e *env) func() config.Reading {
 	home := e.getenv("HOME")
 	lookup := func(k string) (string, bool) { return os.LookupEnv(k) }
 	src := config.Sources{Flags: c.configs, Workspace: ws, UserDir: config.UserDir(lookup, home),
-		ClaudeFile: config.ClaudeFile(lookup, home), LookupEnv: lookup, Home: home, RaiseLimit: "raise the limit: " + maxConfigEnv + "=BYTES"}
+		ClaudeFile: claudeFile(e), LookupEnv: lookup, Home: home, RaiseLimit: "raise the limit: " + maxConfigEnv + "=BYTES"}
 	src.MaxFileBytes, _ = maxConfigBytes(e)
 	if c.allowed != "" {
 		src.HasLaunchBound = true
