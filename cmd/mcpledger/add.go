@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -52,6 +53,21 @@ func (s *scopeFlags) place(e *env) (config.Place, error) {
 		return p, usageErrorf("--scope: %v", err)
 	}
 	return p, nil
+}
+
+// runsGateway reports whether a stdio entry runs `mcpledger serve` (this
+// binary, or a program named mcpledger): the gateway that MCP clients are
+// configured with, which the configuration must not make it launch
+// itself (config.Sources.Self).
+func runsGateway(command string, args []string) bool {
+	if !slices.Contains(args, "serve") {
+		return false
+	}
+	if strings.TrimSuffix(filepath.Base(command), ".exe") == "mcpledger" {
+		return true
+	}
+	exe, err := os.Executable()
+	return err == nil && command == exe
 }
 
 // claudeFile is Claude Code's ~/.claude.json as the loader finds it.

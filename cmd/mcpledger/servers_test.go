@@ -78,8 +78,13 @@ func TestAddRunOnceRoundTrip(t *testing.T) {
 	if want := `{"type":"stdio","command":"` + bin + `","args":["-sse"],"env":{"MCPTEST_X":"1"}}`; compact(entry) != want {
 		t.Errorf("entry %s, want %s", compact(entry), want)
 	}
+	// The gateway Claude Code is configured with, in the same file: it
+	// must not make run launch mcpledger serve.
+	if r := runCLI(t, "add", "--scope", "user", "mcpledger", "--", "mcpledger", "serve", "--stdio"); r.err != nil {
+		t.Fatal(r.err)
+	}
 	r = runCLI(t, "run", "--once", "--workspace", ws)
-	if r.err != nil || !strings.Contains(r.stdout+r.stderr, "ready") {
+	if r.err != nil || !strings.Contains(r.stdout+r.stderr, "ready") || !strings.Contains(r.stderr, `server "mcpledger" runs mcpledger serve`) {
 		t.Fatalf("run --once: %v\n%s%s", r.err, r.stdout, r.stderr)
 	}
 	res := getJSON(t, ws, "echo")
@@ -92,6 +97,9 @@ func TestAddRunOnceRoundTrip(t *testing.T) {
 	}
 	if r := runCLI(t, "remove", "echo", "--workspace", ws); r.err != nil || !strings.Contains(r.stdout, `removed server "echo" (local scope)`) {
 		t.Fatalf("remove: %v %s%s", r.err, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "remove", "mcpledger"); r.err != nil {
+		t.Fatal(r.err)
 	}
 	if r := runCLI(t, "run", "--once", "--workspace", ws); exitCode(r.err) != exitNothingToRun {
 		t.Errorf("run --once after remove: %v (exit %d), want nothing to run", r.err, exitCode(r.err))

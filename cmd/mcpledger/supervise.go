@@ -74,6 +74,7 @@ func (c *configFlags) loader(e *env) func() config.Reading {
 	src := config.Sources{Flags: c.configs, Workspace: ws, UserDir: config.UserDir(lookup, home),
 		ClaudeFile: claudeFile(e), LookupEnv: lookup, Home: home, RaiseLimit: "raise the limit: " + maxConfigEnv + "=BYTES"}
 	src.MaxFileBytes, _ = maxConfigBytes(e)
+	src.Self = runsGateway
 	if c.allowed != "" {
 		src.HasLaunchBound = true
 		for _, s := range strings.Split(c.allowed, ",") {

@@ -68,6 +68,13 @@ type Sources struct {
 	// RaiseLimit says how the user raises MaxFileBytes (for example "set
 	// MCPLEDGER_CONFIG_MAX_BYTES"); the refusal quotes it.
 	RaiseLimit string
+	// Self reports whether a stdio entry (its command and args as
+	// written) runs the caller's own gateway, `mcpledger serve`: such an
+	// entry is disabled, with a warning, so that the gateway an MCP
+	// client is configured with (in ~/.claude.json, say) is never
+	// launched by the gateway itself, which would launch it again. Nil
+	// disables nothing.
+	Self func(command string, args []string) bool
 }
 
 // DefaultMaxFileBytes is the size limit of one config file: 1 MiB, room
@@ -355,6 +362,11 @@ func Load(src Sources) Reading {
 	lc.Specs = map[string]Spec{}
 	for i := range order {
 		ps := &order[i]
+		if src.Self != nil && ps.cfg.Invalid == "" && !ps.cfg.Disabled && ps.cfg.Transport == events.TransportStdio && src.Self(ps.cfg.Command, ps.args) {
+			ps.cfg.Disabled = true
+			ps.cfg.Hash = events.ConfigHash(&ps.cfg)
+			lc.Warnings = append(lc.Warnings, fmt.Sprintf("%s: server %q runs mcpledger serve, the gateway itself: it is disabled here (an MCP client launches it; mcpledger does not launch itself)", ps.pos, ps.cfg.Name))
+		}
 		base := obs.Workspace
 		if base == "" {
 			base = filepath.Dir(ps.cfg.Source)

@@ -356,3 +356,29 @@ func TestPlaceOf(t *testing.T) {
 		t.Error("user scope without a home accepted")
 	}
 }
+
+// TestSelfDisabled: an entry that runs the gateway itself (Sources.Self)
+// is disabled with a warning naming it, whatever its source; the others
+// run; without Self nothing is disabled.
+func TestSelfDisabled(t *testing.T) {
+	ws, claude := claudeHome(t)
+	writeConfig(t, claude, `{"mcpServers": {"gw": {"type": "stdio", "command": "mcpledger", "args": ["serve", "--stdio"], "env": {}}, "other": {"command": "x"}}}`)
+	self := func(command string, args []string) bool { return command == "mcpledger" && slices.Contains(args, "serve") }
+	lc := Load(Sources{Workspace: ws, ClaudeFile: claude, Self: self})
+	gw := server(t, lc, "gw")
+	if !gw.Disabled || gw.Hash != events.ConfigHash(&gw) {
+		t.Errorf("gw: disabled %v, hash %s (of its content: %s)", gw.Disabled, gw.Hash, events.ConfigHash(&gw))
+	}
+	if _, ok := lc.Specs["gw"]; ok {
+		t.Error("gw would run")
+	}
+	if _, ok := lc.Specs["other"]; !ok {
+		t.Error("other would not run")
+	}
+	if !slices.ContainsFunc(lc.Warnings, func(w string) bool { return strings.Contains(w, `server "gw" runs mcpledger serve`) }) {
+		t.Errorf("no warning: %q", lc.Warnings)
+	}
+	if lc := Load(Sources{Workspace: ws, ClaudeFile: claude}); server(t, lc, "gw").Disabled {
+		t.Error("disabled without Self")
+	}
+}
