@@ -363,7 +363,9 @@ func TestPlaceOf(t *testing.T) {
 func TestSelfDisabled(t *testing.T) {
 	ws, claude := claudeHome(t)
 	writeConfig(t, claude, `{"mcpServers": {"gw": {"type": "stdio", "command": "mcpledger", "args": ["serve", "--stdio"], "env": {}}, "other": {"command": "x"}}}`)
-	self := func(command string, args []string) bool { return command == "mcpledger" && slices.Contains(args, "serve") }
+	self := func(command string, args []string) bool {
+		return command == "mcpledger" && slices.Contains(args, "serve")
+	}
 	lc := Load(Sources{Workspace: ws, ClaudeFile: claude, Self: self})
 	gw := server(t, lc, "gw")
 	if !gw.Disabled || gw.Hash != events.ConfigHash(&gw) {
