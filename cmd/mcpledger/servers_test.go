@@ -300,3 +300,40 @@ func TestGetShape(t *testing.T) {
 		t.Errorf("get nosuch: %v", r.err)
 	}
 }
+
+// TestLoaderSources: run's loader reads Claude Code's ~/.claude.json
+// (found through HOME, or CLAUDE_CONFIG_DIR); the demo's (flagsOnly)
+// reads its own file alone, so it never launches the user's servers.
+func TestLoaderSources(t *testing.T) {
+	home, ws, _ := serversEnv(t)
+	if r := runCLI(t, "add", "--scope", "user", "stray", "--", "/nonexistent-stray"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	alt := filepath.Join(home, "alt")
+	t.Setenv("CLAUDE_CONFIG_DIR", alt)
+	if r := runCLI(t, "add", "--scope", "user", "alt-stray", "--", "/nonexistent-alt"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	own := filepath.Join(ws, "own.json")
+	if err := os.WriteFile(own, []byte(`{"mcpServers": {"own": {"command": "own"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{getenv: os.Getenv}
+	names := func(cf configFlags) string {
+		var out []string
+		for _, s := range cf.loader(e)().Observed.Servers {
+			out = append(out, s.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(configFlags{configs: []string{own}, workspace: ws}); got != "alt-stray,own" {
+		t.Errorf("run's loader with CLAUDE_CONFIG_DIR: %s", got)
+	}
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	if got := names(configFlags{configs: []string{own}, workspace: ws}); got != "own,stray" {
+		t.Errorf("run's loader: %s", got)
+	}
+	if got := names(configFlags{configs: []string{own}, workspace: ws, flagsOnly: true}); got != "own" {
+		t.Errorf("the demo's loader: %s", got)
+	}
+}
