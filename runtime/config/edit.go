@@ -35,6 +35,7 @@ type editDoc struct {
 	orig []byte
 	s    []byte
 	unit string // one level of indentation, as the file writes it
+	nl   string // the file's line break: "\r\n" if it has any, else "\n"
 }
 
 func newEditDoc(path string, data []byte) (*editDoc, error) {
@@ -56,6 +57,10 @@ func newEditDoc(path string, data []byte) (*editDoc, error) {
 			ErrNotEditable, position(path, d.s, i))
 	}
 	d.unit = d.indentUnit()
+	d.nl = "\n"
+	if bytes.Contains(data, []byte("\r\n")) {
+		d.nl = "\r\n"
+	}
 	return d, nil
 }
 
@@ -149,17 +154,17 @@ func (d *editDoc) set(keys []string, value []byte) ([]byte, error) {
 	if len(ms) == 0 {
 		outer, _ := d.lineIndent(0, obj)
 		ind := outer + d.unit
-		text := "\n" + ind + string(kb) + ": " + string(d.format(b.Bytes(), ind, true)) + "\n" + outer
+		text := d.nl + ind + string(kb) + ": " + string(d.format(b.Bytes(), ind, true)) + d.nl + outer
 		if len(bytes.TrimSpace(d.orig[obj+1:closeAt])) == 0 {
 			return splice(d.orig, obj+1, closeAt, []byte(text)), nil
 		}
-		return splice(d.orig, obj+1, obj+1, []byte(strings.TrimSuffix(text, "\n"+outer)+",")), nil
+		return splice(d.orig, obj+1, obj+1, []byte(strings.TrimSuffix(text, d.nl+outer)+",")), nil
 	}
 	end := ms[len(ms)-1]
 	ind, multi := d.lineIndent(obj+1, ms[0].keyStart)
 	sep := " "
 	if multi {
-		sep = "\n" + ind
+		sep = d.nl + ind
 	}
 	text := "," + sep + string(kb) + ": " + string(d.format(b.Bytes(), ind, multi))
 	return splice(d.orig, end.valEnd, end.valEnd, []byte(text)), nil
@@ -245,6 +250,9 @@ func (d *editDoc) format(value []byte, ind string, multi bool) []byte {
 	var c bytes.Buffer
 	_ = json.Compact(&c, value)
 	_ = json.Indent(&b, c.Bytes(), ind, d.unit)
+	if d.nl != "\n" {
+		return bytes.ReplaceAll(b.Bytes(), []byte("\n"), []byte(d.nl))
+	}
 	return b.Bytes()
 }
 

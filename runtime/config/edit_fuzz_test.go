@@ -12,7 +12,7 @@ import (
 // still holds every other top-level key; removing it yields text that
 // parses without it.
 func FuzzEdit(f *testing.F) {
-	for _, name := range []string{"claude.in.json", "jsonc.in.json", "compact.in.json", "comments.in.json"} {
+	for _, name := range []string{"claude.in.json", "jsonc.in.json", "compact.in.json", "comments.in.json", "crlf.in.json"} {
 		f.Add(mustRead(f, filepath.Join("testdata", "edit", name)), "a", false)
 	}
 	for _, s := range []string{

@@ -77,6 +77,8 @@ func TestEditGolden(t *testing.T) {
 		{"jsonc-remove-last", "jsonc.in.json", []string{"mcpServers", "files"}, nil, "mcpServers"},
 		{"comments-remove-first", "comments.in.json", []string{"mcpServers", "a"}, nil, "mcpServers"},
 		{"comments-remove-last", "comments.in.json", []string{"mcpServers", "b"}, nil, "mcpServers"},
+		{"crlf-add", "crlf.in.json", []string{"projects", "/w", "mcpServers", "memory"}, memory, "projects"},
+		{"crlf-remove-last", "crlf.in.json", []string{"mcpServers", "b"}, nil, "mcpServers"},
 		{"compact-add", "compact.in.json", []string{"mcpServers", "c"}, StdioEntry("c", nil, nil), "mcpServers"},
 		{"compact-remove-duplicates", "compact.in.json", []string{"mcpServers", "a"}, nil, "mcpServers"},
 		{"empty-add", "", []string{"mcpServers", "memory"}, memory, "mcpServers"},
