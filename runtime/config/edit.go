@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -39,8 +40,9 @@ type editDoc struct {
 }
 
 func newEditDoc(path string, data []byte) (*editDoc, error) {
-	if len(bytes.TrimSpace(stripJSONC(data))) == 0 {
-		data = []byte("{}\n")
+	if len(bytes.TrimSpace(stripJSONC(data))) == 0 { // empty, or comments only: kept above
+		data = append(bytes.TrimRight(slices.Clip(data), " \t\r\n"), '\n')
+		data = append(bytes.TrimLeft(data, "\n"), "{}\n"...)
 	}
 	d := &editDoc{path: path, orig: data, s: stripJSONC(data)}
 	if err := json.Unmarshal(d.s, new(json.RawMessage)); err != nil {

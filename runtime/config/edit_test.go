@@ -81,6 +81,7 @@ func TestEditGolden(t *testing.T) {
 		{"crlf-remove-last", "crlf.in.json", []string{"mcpServers", "b"}, nil, "mcpServers"},
 		{"compact-add", "compact.in.json", []string{"mcpServers", "c"}, StdioEntry("c", nil, nil), "mcpServers"},
 		{"compact-remove-duplicates", "compact.in.json", []string{"mcpServers", "a"}, nil, "mcpServers"},
+		{"comment-only-add", "comment-only.in.json", []string{"mcpServers", "memory"}, StdioEntry("m", nil, nil), "mcpServers"},
 		{"empty-add", "", []string{"mcpServers", "memory"}, memory, "mcpServers"},
 	}
 	for _, c := range cases {
