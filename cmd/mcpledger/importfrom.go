@@ -85,7 +85,7 @@ func (c *ImportFromCommand) Run(ctx context.Context, args []string) error {
 			text, notes, why := config.Foreign(e.JSON, fe)
 			if why == "" {
 				if _, err := config.CheckEntry(e.Name, text); err != nil {
-					why = err.Error()
+					why = strings.TrimPrefix(err.Error(), config.ErrInvalidEntry.Error()+": ")
 				}
 			}
 			if why != "" {
