@@ -39,7 +39,7 @@ func parseClaudeFile(path string, data []byte, workspaces []string) (local, user
 	// decoded.
 	top, ok := scanMembers(data, firstNonSpace(data, 0))
 	if !ok {
-		user.errs = append(user.errs, position(path, data, firstNonSpace(data, 0))+": Claude Code's config must hold a JSON object; it is ignored until it does (set \"enableClaudeCodeConfig\": false in mcpledger's config.json to stop reading it)")
+		user.errs = append(user.errs, position(path, data, firstNonSpace(data, 0))+": Claude Code's config must hold a JSON object; it is ignored until it does")
 		return local, user
 	}
 	for _, m := range top {

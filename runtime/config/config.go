@@ -298,6 +298,9 @@ func Load(src Sources) Reading {
 				ws = []string{obs.Workspace, absPath(src.Workspace)}
 			}
 			local, claudeUser = parseClaudeFile(claudePath, data, ws)
+			for i := range claudeUser.errs {
+				claudeUser.errs[i] += fmt.Sprintf(`; or set "%s": false in %s to stop reading Claude Code's file`, keySettingClaude, userPath)
+			}
 		case errors.Is(err, fs.ErrNotExist):
 		case errors.As(err, &tl):
 			claudeUser.errs = []string{fmt.Sprintf(`%s: Claude Code's config is larger than %s; it is not read: shrink it, or set "%s": false in %s`, claudePath, byteSize(tl.limit), keySettingClaude, userPath)}

@@ -149,7 +149,7 @@ func TestClaudeFileUnusable(t *testing.T) {
 	}
 	writeConfig(t, claude, "{\n  \"mcpServers\": {,}\n}")
 	lc := Load(src)
-	if err := lc.Err(); err == nil || !strings.Contains(err.Error(), claude+":2:") {
+	if err := lc.Err(); err == nil || !strings.Contains(err.Error(), claude+":2:") || !strings.Contains(err.Error(), `"enableClaudeCodeConfig": false`) {
 		t.Errorf("broken file: %v", err)
 	}
 	writeConfig(t, claude, `{"projects": {"`+ws+`": {"mcpServers": {"l": {"command": "x"}}}}}`)
