@@ -298,8 +298,12 @@ func Load(src Sources) Reading {
 				ws = []string{obs.Workspace, absPath(src.Workspace)}
 			}
 			local, claudeUser = parseClaudeFile(claudePath, data, ws)
+			where := userPath
+			if where == "" {
+				where = "mcpledger's config.json"
+			}
 			for i := range claudeUser.errs {
-				claudeUser.errs[i] += fmt.Sprintf(`; or set "%s": false in %s to stop reading Claude Code's file`, keySettingClaude, userPath)
+				claudeUser.errs[i] += fmt.Sprintf(`; or set "%s": false in %s to stop reading Claude Code's file`, keySettingClaude, where)
 			}
 		case errors.Is(err, fs.ErrNotExist):
 		case errors.As(err, &tl):
