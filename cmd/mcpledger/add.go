@@ -244,6 +244,8 @@ func (e *env) afterEdit(f *commandFlags, p config.Place, name, workspace string,
 			fmt.Fprintf(e.stdout, "note: %q is still configured in %s (%s scope)\n", name, s.Source, s.Scope)
 		case !ours:
 			fmt.Fprintf(e.stderr, "note: %q from %s (%s scope) wins over the one just added; see mcpledger get %s\n", name, s.Source, s.Scope, name)
+		case s.Disabled && runsGateway(s.Command, s.Args):
+			fmt.Fprintf(e.stdout, "note: %q runs mcpledger serve, the gateway: Claude Code (or another MCP client) launches it; mcpledger itself leaves it alone\n", name)
 		case s.Gated:
 			if s.Transport == events.TransportStdio && !r.Observed.Trusted {
 				fmt.Fprintf(e.stdout, "next: mcpledger trust %s  (a workspace's stdio servers spawn only in a trusted workspace)\n", r.Observed.Workspace)

@@ -80,8 +80,8 @@ func TestAddRunOnceRoundTrip(t *testing.T) {
 	}
 	// The gateway Claude Code is configured with, in the same file: it
 	// must not make run launch mcpledger serve.
-	if r := runCLI(t, "add", "--scope", "user", "mcpledger", "--", "mcpledger", "serve", "--stdio"); r.err != nil {
-		t.Fatal(r.err)
+	if r := runCLI(t, "add", "--scope", "user", "mcpledger", "--", "mcpledger", "serve", "--stdio"); r.err != nil || !strings.Contains(r.stdout, "mcpledger itself leaves it alone") {
+		t.Fatalf("add the gateway: %v %s", r.err, r.stdout)
 	}
 	r = runCLI(t, "run", "--once", "--workspace", ws)
 	if r.err != nil || !strings.Contains(r.stdout+r.stderr, "ready") || !strings.Contains(r.stderr, `server "mcpledger" runs mcpledger serve`) {
