@@ -156,8 +156,20 @@ func (c *AddCommand) Run(ctx context.Context, args []string) error {
 		verb = "replaced"
 	}
 	fmt.Fprintf(c.env.stdout, "%s server %q (%s scope) in %s\n", verb, srv, p.Scope, p)
+	warnShared(c.env, p, srv, entry)
 	c.env.afterEdit(f, p, srv, sf.workspace, false)
 	return nil
+}
+
+// warnShared says when a project server's env or header values are
+// written out in .mcp.json, a file meant to be committed and shared.
+func warnShared(e *env, p config.Place, name string, entry []byte) {
+	if p.Scope != config.ScopeNameProject {
+		return
+	}
+	if keys := config.LiteralValues(entry); len(keys) > 0 {
+		fmt.Fprintf(e.stderr, "note: %s of %q are written out in %s, which is usually committed: write ${VAR} instead (set in your environment), or use --scope local\n", strings.Join(keys, ", "), name, p.Path)
+	}
 }
 
 // entry builds the JSON entry of the command line: NAME -- COMMAND ARGS,

@@ -134,6 +134,13 @@ func (c *ImportFromCommand) Run(ctx context.Context, args []string) error {
 	for _, n := range added {
 		fmt.Fprintf(w, "  + %s  (from %s)\n", n, origin[n])
 	}
+	if !*dry {
+		for _, e := range entries {
+			if slices.Contains(added, e.Name) {
+				warnShared(c.env, target, e.Name, e.JSON)
+			}
+		}
+	}
 	for _, n := range taken {
 		fmt.Fprintf(w, "  skipped %s: already in %s (--force replaces it)\n", n, target)
 	}

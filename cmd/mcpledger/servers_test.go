@@ -274,8 +274,13 @@ func TestGetShape(t *testing.T) {
 		{"add", "--scope", "local", "--env", "TOKEN=other", "gh", "--", "gh-mcp"},
 		{"add", "--scope", "project", "--transport", "http", "-H", "Authorization: Bearer s3cret-value", "api", "https://api.example/mcp"},
 	} {
-		if r := runCLI(t, append([]string{args[0], "--workspace", ws}, args[1:]...)...); r.err != nil {
+		r := runCLI(t, append([]string{args[0], "--workspace", ws}, args[1:]...)...)
+		if r.err != nil {
 			t.Fatalf("%v: %v", args, r.err)
+		}
+		// A value written out in the shared .mcp.json is pointed out.
+		if shared := strings.Contains(r.stderr, `note: Authorization of "api" are written out in `+filepath.Join(ws, ".mcp.json")); shared != (args[2] == "project") {
+			t.Errorf("%v: stderr %q", args, r.stderr)
 		}
 	}
 	clean := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, ws, "$WS"), home, "$HOME") }

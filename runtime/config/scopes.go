@@ -266,6 +266,24 @@ func CheckEntry(name string, entry []byte) ([]string, error) {
 	return warnings, nil
 }
 
+// LiteralValues returns the "env" and "header" keys of entry whose
+// values are written out rather than taken from a variable (no "${"):
+// secrets, often, that a shared file such as .mcp.json should not hold.
+func LiteralValues(entry []byte) []string {
+	var e struct{ Env, Headers map[string]string }
+	_ = json.Unmarshal(entry, &e)
+	var out []string
+	for _, m := range []map[string]string{e.Env, e.Headers} {
+		for k, v := range m {
+			if v != "" && !strings.Contains(v, "${") {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // holdsValues reports whether entry has a non-empty "env" or "headers".
 func holdsValues(entry []byte) bool {
 	var e struct{ Env, Headers map[string]any }

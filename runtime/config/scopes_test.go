@@ -384,3 +384,15 @@ func TestSelfDisabled(t *testing.T) {
 		t.Error("disabled without Self")
 	}
 }
+
+// TestLiteralValues: the env and header values written out, not taken
+// from a variable.
+func TestLiteralValues(t *testing.T) {
+	got := LiteralValues([]byte(`{"env": {"A": "x", "B": "${B}", "C": "", "D": "pre-${D:-x}"}, "headers": {"Authorization": "Bearer t", "X": "${X}"}}`))
+	if want := []string{"A", "Authorization"}; !slices.Equal(got, want) {
+		t.Errorf("LiteralValues = %q, want %q", got, want)
+	}
+	if got := LiteralValues([]byte(`{"command": "x"}`)); len(got) != 0 {
+		t.Errorf("no env: %q", got)
+	}
+}
