@@ -123,7 +123,11 @@ type Scope string
 
 // Scopes, highest priority first.
 const (
-	ScopeFlag    Scope = "flag"
+	ScopeFlag Scope = "flag"
+	// ScopeLocal is Claude Code's local scope: the servers of one
+	// workspace in the user's ~/.claude.json (projects → path →
+	// mcpServers). Private to the user, so not gated.
+	ScopeLocal   Scope = "local"
 	ScopeProject Scope = "project"
 	ScopeUser    Scope = "user"
 	ScopeDropIn  Scope = "dropin"

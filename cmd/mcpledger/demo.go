@@ -53,7 +53,7 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	fmt.Fprintf(w, "mcpledger demo: three MCP servers, each a copy of this binary:\n"+
 		"  notes  healthy\n  flaky  exits every 3 s (watch it reconnect with backoff)\n  slow   takes 1.5 s to start\n"+
 		"config %s\njournal %s\n\n", cfgPath, jpath)
-	cf := configFlags{configs: []string{cfgPath}, workspace: dir}
+	cf := configFlags{configs: []string{cfgPath}, workspace: dir, flagsOnly: true}
 	opts, err := cf.options(c.env, "demo")
 	if err != nil {
 		return err

@@ -179,7 +179,10 @@ type ImportCommand struct{ env *env }
 
 // Run parses args and imports.
 func (c *ImportCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("import", "FILE.jsonl [--signer FINGERPRINT] [--unsealed]")
+	if importsFrom(args) { // import --from CLIENT: another client's servers
+		return (&ImportFromCommand{env: c.env}).Run(ctx, args)
+	}
+	f := c.env.newCommandFlags("import", "FILE.jsonl [--signer FINGERPRINT] [--unsealed]\n       (import --from CLIENT imports the servers another MCP client configured: mcpledger import --from vscode -h)")
 	unsealed := f.Bool("unsealed", false, "accept an export without digests (from a build before exports were sealed, or log --json): edits to it cannot be detected")
 	signer := f.String("signer", "", "require the export to be signed (export --sign) by the key of this fingerprint (SHA256:…)")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {

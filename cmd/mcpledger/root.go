@@ -95,6 +95,14 @@ func (e *env) run(ctx context.Context, args []string) error {
 		err = (&TimelineCommand{env: e}).Run(ctx, args)
 	case "trust":
 		err = (&TrustCommand{env: e}).Run(ctx, args)
+	case "add":
+		err = (&AddCommand{env: e}).Run(ctx, args)
+	case "add-json":
+		err = (&AddCommand{env: e, fromJSON: true}).Run(ctx, args)
+	case "remove":
+		err = (&RemoveCommand{env: e}).Run(ctx, args)
+	case "get":
+		err = (&GetCommand{env: e}).Run(ctx, args)
 	case "login":
 		err = (&AuthCommand{env: e}).Run(ctx, args)
 	case "logout":
@@ -161,6 +169,20 @@ Commands:
         bound to its config hash and survive restarts
   trust DIR
         let stdio servers of the workspace DIR spawn
+  add [--scope S] [--env K=V]... NAME -- COMMAND [ARGS...]
+  add --transport http|sse [--scope S] [--header 'K: V']... NAME URL
+  add-json [--scope S] NAME JSON
+        add a server without editing JSON, where claude mcp add puts it:
+        --scope local (the default: ~/.claude.json, this workspace only),
+        project (WORKSPACE/.mcp.json, shared) or user (~/.claude.json, every
+        workspace); --force replaces one of the same name; a running
+        mcpledger picks it up
+  remove NAME [--scope S] | get NAME [--json]
+        remove a server; show one server: its config, where it comes from,
+        what it shadows, and its status (status NAME is the same)
+  import --from claude-desktop|claude-code|vscode|cursor [--scope S] [--dry-run]
+        add the servers another MCP client configured (default --scope project),
+        listing what was imported and what was skipped and why
   login NAME [--no-browser] [--json] | logout NAME [--json]
         sign in to a remote server that asks for OAuth (browser, PKCE): tokens
         go to your token store, never the journal; a running mcpledger

@@ -22,6 +22,9 @@ type StatusCommand struct{ env *env }
 
 // Run parses args and prints the status.
 func (c *StatusCommand) Run(ctx context.Context, args []string) error {
+	if namedServer(args) { // status NAME: one server, as get NAME
+		return (&GetCommand{env: c.env}).Run(ctx, args)
+	}
 	f := c.env.newCommandFlags("status", "[--json]")
 	asJSON := f.Bool("json", false, `print {"session","servers":[…]}`)
 	if err := f.parse(args); err != nil {

@@ -27,6 +27,9 @@ type configFlags struct {
 	verbose   bool
 	// files are the config files the first reading consulted (options).
 	files []string
+	// flagsOnly reads the --mcp-config files alone: not the user's config
+	// nor Claude Code's ~/.claude.json (the demo runs its own servers).
+	flagsOnly bool
 }
 
 type multiFlag struct{ vals *[]string }
@@ -72,8 +75,12 @@ func (c *configFlags) loader(e *env) func() config.Reading {
 	home := e.getenv("HOME")
 	lookup := func(k string) (string, bool) { return os.LookupEnv(k) }
 	src := config.Sources{Flags: c.configs, Workspace: ws, UserDir: config.UserDir(lookup, home),
-		LookupEnv: lookup, Home: home, RaiseLimit: "raise the limit: " + maxConfigEnv + "=BYTES"}
+		ClaudeFile: claudeFile(e), LookupEnv: lookup, Home: home, RaiseLimit: "raise the limit: " + maxConfigEnv + "=BYTES"}
 	src.MaxFileBytes, _ = maxConfigBytes(e)
+	src.Self = runsGateway
+	if c.flagsOnly {
+		src.UserDir, src.ClaudeFile = "", ""
+	}
 	if c.allowed != "" {
 		src.HasLaunchBound = true
 		for _, s := range strings.Split(c.allowed, ",") {

@@ -30,6 +30,11 @@ import (
 //     "allowed", "excluded", "trustedFolders" and "enableProjectConfig";
 //  4. drop-ins UserDir/servers.d/*.json, by file name: an earlier name
 //     wins (dot files are skipped).
+//
+// Claude Code's ~/.claude.json (ClaudeFile) adds two sources, placed as
+// Claude Code ranks them (local, then project, then user): its local
+// scope for the workspace right after the flags, its user scope last.
+// The user config's "enableClaudeCodeConfig": false turns both off.
 type Sources struct {
 	// Flags are the --mcp-config files in command-line order. A missing
 	// flag file is an error; a missing file of any other source is not.
@@ -40,6 +45,12 @@ type Sources struct {
 	// UserDir is $XDG_CONFIG_HOME/mcpledger ("" for none); see
 	// [UserDir].
 	UserDir string
+	// ClaudeFile is Claude Code's ~/.claude.json ("" for none); see
+	// [ClaudeFile]. Only its "mcpServers" (scope user) and
+	// "projects" → Workspace → "mcpServers" (scope local) are read.
+	// It is bounded by the larger of MaxFileBytes and 64 MiB: Claude
+	// Code keeps its own state in it.
+	ClaudeFile string
 	// LaunchBound is the --allowed-servers upper bound, meaningful when
 	// HasLaunchBound is true (an empty bound denies all).
 	LaunchBound    []string
@@ -57,6 +68,13 @@ type Sources struct {
 	// RaiseLimit says how the user raises MaxFileBytes (for example "set
 	// MCPLEDGER_CONFIG_MAX_BYTES"); the refusal quotes it.
 	RaiseLimit string
+	// Self reports whether a stdio entry (its command and args as
+	// written) runs the caller's own gateway, `mcpledger serve`: such an
+	// entry is disabled, with a warning, so that the gateway an MCP
+	// client is configured with (in ~/.claude.json, say) is never
+	// launched by the gateway itself, which would launch it again. Nil
+	// disables nothing.
+	Self func(command string, args []string) bool
 }
 
 // DefaultMaxFileBytes is the size limit of one config file: 1 MiB, room
@@ -175,7 +193,9 @@ func UserDir(lookupEnv func(string) (string, bool), home string) string {
 //
 // Every file has the .mcp.json format: {"mcpServers": {NAME: ENTRY}}, with
 // VS Code's "servers" as an alias ("mcpServers" wins a name in both), and
-// comments and trailing commas allowed. ENTRY fields: "command", "args",
+// comments and trailing commas allowed; of ~/.claude.json (plain JSON)
+// only "mcpServers" and "projects" → Workspace → "mcpServers" are read
+// (claude.go). ENTRY fields: "command", "args",
 // "env", "cwd" for stdio; "type" ("stdio", "http", "streamable-http",
 // "streamableHttp" or "sse", in any case), "url", "headers" for remote;
 // without "type", "command" means stdio and "url" means http. Also
@@ -263,6 +283,36 @@ func Load(src Sources) Reading {
 		userPath = filepath.Join(absPath(src.UserDir), "config.json")
 		user = read(userPath, events.ScopeUser, false)
 	}
+	var claudeUser configFile
+	var claudePath string
+	if src.ClaudeFile != "" && !user.settings.claudeOff {
+		claudePath = absPath(src.ClaudeFile)
+		lc.Files = append(lc.Files, claudePath)
+		var local configFile
+		data, err := readLimited(claudePath, max(limit, maxEditBytes))
+		var tl *tooLargeError
+		switch {
+		case err == nil:
+			var ws []string
+			if obs.Workspace != "" {
+				ws = []string{obs.Workspace, absPath(src.Workspace)}
+			}
+			local, claudeUser = parseClaudeFile(claudePath, data, ws)
+			where := userPath
+			if where == "" {
+				where = "mcpledger's config.json"
+			}
+			for i := range claudeUser.errs {
+				claudeUser.errs[i] += fmt.Sprintf(`; or set "%s": false in %s to stop reading Claude Code's file`, keySettingClaude, where)
+			}
+		case errors.Is(err, fs.ErrNotExist):
+		case errors.As(err, &tl):
+			claudeUser.errs = []string{fmt.Sprintf(`%s: Claude Code's config is larger than %s; it is not read: shrink it, or set "%s": false in %s`, claudePath, byteSize(tl.limit), keySettingClaude, userPath)}
+		default:
+			claudeUser.errs = []string{fmt.Sprintf("%s: cannot read Claude Code's config: %v; check that it is a readable file", claudePath, err)}
+		}
+		files = append(files, file{claudePath, local})
+	}
 	if obs.Workspace != "" {
 		p := filepath.Join(obs.Workspace, ".mcp.json")
 		if !user.settings.projectOff {
@@ -291,6 +341,9 @@ func Load(src Sources) Reading {
 			files = append(files, file{p, cf})
 		}
 	}
+	if claudePath != "" {
+		files = append(files, file{claudePath, claudeUser})
+	}
 
 	// Merge: the first source that names a server wins it.
 	var order []parsedServer
@@ -316,6 +369,11 @@ func Load(src Sources) Reading {
 	lc.Specs = map[string]Spec{}
 	for i := range order {
 		ps := &order[i]
+		if src.Self != nil && ps.cfg.Invalid == "" && !ps.cfg.Disabled && ps.cfg.Transport == events.TransportStdio && src.Self(ps.cfg.Command, ps.args) {
+			ps.cfg.Disabled = true
+			ps.cfg.Hash = events.ConfigHash(&ps.cfg)
+			lc.Warnings = append(lc.Warnings, fmt.Sprintf("%s: server %q runs mcpledger serve, the gateway itself: it is disabled here (an MCP client launches it; mcpledger does not launch itself)", ps.pos, ps.cfg.Name))
+		}
 		base := obs.Workspace
 		if base == "" {
 			base = filepath.Dir(ps.cfg.Source)

@@ -52,6 +52,7 @@ type userSettings struct {
 	excluded       []string
 	trustedFolders []string
 	projectOff     bool // enableProjectConfig: false
+	claudeOff      bool // enableClaudeCodeConfig: false
 }
 
 // member is one key of a JSON object with the absolute offset of its value.
@@ -120,7 +121,7 @@ func parseConfigFile(path string, data []byte, scope events.Scope, withSettings 
 				i = 1
 			}
 			lists[i] = append(lists[i], ms...)
-		case keyAllowed, keyExcluded, keyTrusted, keyEnableProj:
+		case keyAllowed, keyExcluded, keyTrusted, keyEnableProj, keySettingClaude:
 			if !withSettings {
 				f.warnings = append(f.warnings, fmt.Sprintf("%s: %q is read only from the user config; ignored here", position(path, data, m.off), m.key))
 				continue
@@ -170,6 +171,14 @@ func (s *userSettings) set(m member, at func(int) string) []string {
 			return []string{at(m.off) + `: "enableProjectConfig" must be true or false; project configs are ignored until it is fixed`}
 		}
 		s.projectOff = !b
+		return nil
+	case keySettingClaude:
+		var b bool
+		if err := json.Unmarshal(m.val, &b); err != nil {
+			s.claudeOff = true
+			return []string{at(m.off) + `: "enableClaudeCodeConfig" must be true or false; Claude Code's ~/.claude.json is not read until it is fixed`}
+		}
+		s.claudeOff = !b
 		return nil
 	}
 	list, _, bad := stringArray(m.val)

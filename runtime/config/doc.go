@@ -18,6 +18,14 @@
 // beyond. [Equal] compares two readings as the journal sees them, and
 // [Watch] calls back when a source changes.
 //
+// Claude Code's ~/.claude.json is a source too (Sources.ClaudeFile): its
+// user scope and the workspace's local scope (claude.go). [PlaceOf],
+// [Place.Add] and [Place.Remove] write servers where `claude mcp add
+// --scope` does (scopes.go), one member at a time, every other byte of
+// the file kept (edit.go), atomically (write.go); [ForeignFiles] and
+// [Foreign] read what Claude Desktop, VS Code and Cursor configured
+// (foreign.go).
+//
 // config owns the file formats, precedence, expansion and the trust of a
 // workspace. It must not start servers, decide admission or journal
 // anything: the runtime does, from a Reading. It reads the environment
