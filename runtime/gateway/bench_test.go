@@ -102,7 +102,8 @@ func benchViaServe(b *testing.B, bin string, relaxed bool) {
 		args = append(args, "--relaxed")
 	}
 	cmd := exec.Command(mcpledger, args...)
-	cmd.Env = append(os.Environ(), "MCPLEDGER_JOURNAL="+filepath.Join(dir, "j.db"), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg"))
+	cmd.Env = append(os.Environ(), "MCPLEDGER_JOURNAL="+filepath.Join(dir, "j.db"), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg"),
+		"CLAUDE_CONFIG_DIR="+filepath.Join(dir, "claude")) // not the developer's ~/.claude.json
 	if g := os.Getenv("MCPLEDGER_BENCH_SERVE_GOGC"); g != "" { // GOGC of serve alone
 
 		cmd.Env = append(cmd.Env, "GOGC="+g)
