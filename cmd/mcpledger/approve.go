@@ -30,14 +30,16 @@ func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags(verb, "NAME [--workspace DIR] [--mcp-config FILE]...")
 	var cf configFlags
 	cf.register(f)
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		_ = f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	name, err := f.oneArg("")
+	if err != nil {
+		return err
+	}
+	if name == "" {
 		f.Usage()
 		return usageErrorf("%s: name the server (mcpledger approvals lists them)", verb)
-	}
-	name := args[0]
-	if err := f.parse(args[1:]); err != nil {
-		return err
 	}
 	by := whoami()
 	if cl := f.control(); cl != nil {
