@@ -39,8 +39,8 @@ func (e *env) newCommandFlags(name, synopsis string) *commandFlags {
 
 // Parse parses args: flags before, after or among the positional
 // arguments, which f.Args returns ("--" ends the flags). -h or --help
-// prints the command's help on stdout and returns flag.ErrHelp (the
-// command returns it, and exits 0). A bad flag prints the help on stderr
+// prints the command's help on stdout and returns the standard library's
+// flag.ErrHelp, which callers test for (the command returns it: exit 0). A bad flag prints the help on stderr
 // and returns a usage error. A single-dash long flag (-json) is read as
 // its double-dash form (--json), as the standard library's flag sets did.
 func (f *commandFlags) Parse(args []string) error {

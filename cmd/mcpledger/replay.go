@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -105,14 +104,6 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
-}
-
-// sessionArg splits an optional leading SESSION argument from the flags.
-func sessionArg(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "last", args
 }
 
 // untilSeq turns --until (a seq or an RFC 3339 time) into a seq; "" is the
