@@ -110,3 +110,34 @@ complete_line "mcpledger --journal j.db replay --ver"
 		t.Errorf("bash completed:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+// TestCompleteArguments: after a command, what its positional argument
+// is: "last" for a SESSION, directories for trust, files for import and
+// after a flag that takes a value, nothing for a command that takes no
+// argument or whose argument is given (the shell would offer files).
+func TestCompleteArguments(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		want      string // the candidates, then the directive
+		directive string
+	}{
+		{[]string{"status", ""}, "", ":4"},
+		{[]string{"replay", ""}, "last", ":4"},
+		{[]string{"replay", "--until", "5", "l"}, "last", ":4"},
+		{[]string{"replay", "last", ""}, "", ":4"},
+		{[]string{"replay", "x"}, "", ":4"},
+		{[]string{"timeline", "last", "-o", ""}, "", ":0"},
+		{[]string{"timeline", "--journal", ""}, "", ":0"},
+		{[]string{"timeline", "--journal=j.db", ""}, "last", ":4"},
+		{[]string{"trust", ""}, "", ":16"},
+		{[]string{"import", ""}, "", ":0"},
+		{[]string{"call", ""}, "", ":4"},
+	} {
+		r := runCLI(t, append([]string{"__completeNoDesc"}, c.args...)...)
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		got, directive := strings.Join(lines[:len(lines)-1], " "), lines[len(lines)-1]
+		if r.err != nil || got != c.want || directive != c.directive {
+			t.Errorf("__complete %q = %q %s (%v), want %q %s", c.args, got, directive, r.err, c.want, c.directive)
+		}
+	}
+}

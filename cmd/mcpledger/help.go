@@ -202,23 +202,56 @@ func (e *env) describeCommands(root *cobra.Command) {
 		if err != nil {
 			continue
 		}
-		if fs := describeCommand(c); fs != nil {
-			fs.VisitAll(func(fl *pflag.Flag) { _, fl.Usage = pflag.UnquoteUsage(fl) })
-			sub.Flags().AddFlagSet(fs)
+		f := describeCommand(c)
+		if f == nil {
+			continue
+		}
+		f.VisitAll(func(fl *pflag.Flag) { _, fl.Usage = pflag.UnquoteUsage(fl) })
+		sub.Flags().AddFlagSet(f.FlagSet)
+		sub.ValidArgsFunction = func(_ *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if n := len(args); n > 0 {
+				if fl := f.Lookup(strings.TrimLeft(args[n-1], "-")); fl != nil && fl.NoOptDefVal == "" && !strings.Contains(args[n-1], "=") {
+					return nil, cobra.ShellCompDirectiveDefault // a flag's value: a file, say
+				}
+			}
+			if f.FlagSet.Parse(doubleDash(f.FlagSet, args)) == nil && f.NArg() > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp // its argument is given
+			}
+			return argCompletion(f.synopsis, prefix)
 		}
 	}
 }
 
-// describeCommand returns the flag set c's Run declares, or nil if Run
-// did not reach Parse (a bug: TestDescribeEveryCommand).
-func describeCommand(c command) *pflag.FlagSet {
-	var fs *pflag.FlagSet
+// argCompletion completes a command's positional argument from the first
+// word of its synopsis: "last" for a SESSION, directories for a DIR, files
+// for a FILE, nothing for a name (TOOL, NAME) or a command that takes none.
+func argCompletion(synopsis, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	first, _, _ := strings.Cut(synopsis, " ")
+	first = strings.Trim(first, "[]")
+	switch {
+	case strings.HasPrefix(first, "SESSION"):
+		if strings.HasPrefix("last", prefix) {
+			return []cobra.Completion{cobra.CompletionWithDesc("last", "the most recent session of run, serve or demo")}, cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	case first == "DIR":
+		return nil, cobra.ShellCompDirectiveFilterDirs
+	case strings.HasPrefix(first, "FILE"), first == "DAMAGED":
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
+}
+
+// describeCommand returns the flags c's Run declares, or nil if Run did
+// not reach Parse (a bug: TestDescribeEveryCommand).
+func describeCommand(c command) *commandFlags {
+	var fs *commandFlags
 	d := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
 		getenv: func(string) string { return "" },
 		openJournal: func(string, *store.Options) (*store.Journal, error) {
 			return nil, errors.New("describing flags: no journal")
 		},
-		describe: func(f *commandFlags) { fs = f.FlagSet }}
+		describe: func(f *commandFlags) { fs = f }}
 	if err := c.new(d).Run(context.Background(), nil); !errors.Is(err, errDescribed) {
 		return nil
 	}
