@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // parses its own arguments with newCommandFlags (flags anywhere).
 type command struct {
 	name, summary string
-	new           func(e *env) runner
+	newRunner     func(e *env) runner
 }
 
 // runner runs one command with its arguments (flags and positional
