@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,25 +77,14 @@ func claudeFile(e *env) string {
 // positional arguments, up to a "--": what follows "--" is returned as
 // is (a server's own command line, whose flags are not ours).
 func parseMixed(f *commandFlags, args []string) (pos, tail []string, err error) {
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, tail = args[:i], args[i+1:]
-		if tail == nil {
-			tail = []string{}
-		}
+	if err := f.Parse(args); err != nil {
+		return nil, nil, err
 	}
-	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, nil, err
-			}
-			return nil, nil, &usageError{msg: err.Error()}
-		}
-		if f.NArg() == 0 {
-			return pos, tail, nil
-		}
-		pos = append(pos, f.Arg(0))
-		args = f.Args()[1:]
+	pos = f.Args()
+	if i := f.ArgsLenAtDash(); i >= 0 {
+		pos, tail = pos[:i], append([]string{}, pos[i:]...)
 	}
+	return pos, tail, nil
 }
 
 // AddCommand is `add` (a server from its command line or URL) and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/user"
@@ -201,20 +200,10 @@ func pendingNames(rows []rt.ApprovalRow) []string {
 // parseNames parses args, flags and names in any order, and returns the
 // names. A bad flag is a usage error; -h returns flag.ErrHelp.
 func parseNames(f *commandFlags, args []string) ([]string, error) {
-	var names []string
-	for {
-		if err := f.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &usageError{msg: err.Error()}
-		}
-		if f.NArg() == 0 {
-			return names, nil
-		}
-		names = append(names, f.Arg(0))
-		args = f.Args()[1:]
+	if err := f.Parse(args); err != nil {
+		return nil, err
 	}
+	return f.Args(), nil
 }
 
 func whoami() string {

@@ -31,16 +31,16 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	argsFlag := f.String("args", "{}", "tool arguments as a JSON object: inline, `@FILE` to read them from a file, or - from standard input (for large ones)")
 	asJSON := f.Bool("json", false, "print the MCP CallToolResult as JSON")
 	wrap := f.Bool("wrap", false, `wrap the output in <mcp_tool_output server=… tool=… trust="untrusted"> markers`)
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if err := f.Parse(args); err != nil {
-			return err
-		}
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	tool, err := f.oneArg("")
+	if err != nil {
+		return err
+	}
+	if tool == "" {
 		f.Usage()
 		return usageErrorf("call: name the tool (mcpledger tools lists them)")
-	}
-	tool := args[0]
-	if err := f.parse(args[1:]); err != nil {
-		return err
 	}
 	argsJSON, a, err := readCallArgs(*argsFlag, c.env.stdin)
 	if err != nil {

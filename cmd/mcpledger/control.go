@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	rt "github.com/mcpledger/mcpledger/runtime"
@@ -35,11 +34,11 @@ func (c *ControlCommand) Run(ctx context.Context, args []string) error {
 		f.BoolVar(&failed, "failed", false, "reconnect every failed server")
 		cf.register(f)
 	}
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
+	if err := f.Parse(args); err != nil {
+		return err
 	}
-	if err := f.parse(args); err != nil {
+	name, err := f.oneArg("")
+	if err != nil {
 		return err
 	}
 	req := control.Request{Op: c.op, Name: name, By: "cli"}

@@ -16,12 +16,15 @@ import (
 
 // DemoCommand runs a short supervised session against embedded demo
 // servers in a temporary journal, then prints what the journal recorded.
+// The temporary directory (config, journal, timeline page) is removed at
+// the end unless --keep keeps it.
 type DemoCommand struct{ env *env }
 
 // Run parses args and runs the demo.
 func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags("demo", "[--for DURATION] [--keep]")
 	dur := f.Duration("for", 9*time.Second, "how long to let the servers run")
+	keep := f.Bool("keep", false, "keep the demo's directory (its config, journal and timeline page) and print how to explore it")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -33,6 +36,14 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	dir, err := os.MkdirTemp("", "mcpledger-demo-")
 	if err != nil {
 		return err
+	}
+	if !*keep {
+		// Deferred before the journal's Close, so it runs after it.
+		defer func() {
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintf(w, "demo: could not remove %s: %v\n", dir, err)
+			}
+		}()
 	}
 	cfgPath := filepath.Join(dir, "mcp.json")
 	servers := map[string]any{}
@@ -109,6 +120,11 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	}); err != nil {
 		return err
 	}
+	if !*keep {
+		fmt.Fprintf(w, "\n%d events. The demo's directory is removed; mcpledger demo --keep keeps its journal and\n"+
+			"timeline page to explore with log, replay, why and timeline.\n", n)
+		return nil
+	}
 	// End with the session's timeline: a page people would rather read
 	// than the log above.
 	evs, err := replay.Session(ctx, j, m.Session())
@@ -127,10 +143,10 @@ func (c *DemoCommand) Run(ctx context.Context, args []string) error {
 	if err := fh.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d events. The session's timeline: %s\nThe journal stays at %s; try:\n"+
-		"  go run ./cmd/mcpledger log --journal %s --server flaky\n"+
-		"  go run ./cmd/mcpledger replay last --verify --journal %s\n"+
-		"  go run ./cmd/mcpledger why mcp__flaky__echo --journal %s\n",
-		n, html, jpath, jpath, jpath, jpath)
+	fmt.Fprintf(w, "\n%d events. The session's timeline: %s\nKept (--keep): %s; its journal is %s; try:\n"+
+		"  mcpledger log --journal %s --server flaky\n"+
+		"  mcpledger replay last --verify --journal %s\n"+
+		"  mcpledger why mcp__flaky__echo --journal %s\n",
+		n, html, dir, jpath, jpath, jpath, jpath)
 	return nil
 }

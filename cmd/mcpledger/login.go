@@ -67,14 +67,11 @@ func (c *AuthCommand) Run(ctx context.Context, args []string) error {
 		f.BoolVar(&noBrowser, "no-browser", false, "print the authorization URL instead of opening a browser ($BROWSER, else xdg-open)")
 		f.DurationVar(&timeout, "timeout", oauth.DefaultLoginTimeout, "give up when the sign-in is not done after `DURATION`")
 	}
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if err := f.parse(args); err != nil {
+	if err := f.Parse(args); err != nil {
 		return err
 	}
-	if name == "" || f.NArg() > 0 {
+	name := f.Arg(0)
+	if name == "" || f.NArg() > 1 {
 		f.Usage()
 		return usageErrorf("%s: name one server (mcpledger status lists them)", op)
 	}

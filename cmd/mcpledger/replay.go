@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -29,8 +28,11 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	until := f.String("until", "", "stop after this event: a seq, or a time (RFC 3339)")
 	verify := f.Bool("verify", false, "re-run the decider on every recorded input and compare its decisions")
 	asJSON := f.Bool("json", false, "print the snapshot as JSON")
-	arg, rest := sessionArg(args)
-	if err := f.parse(rest); err != nil {
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	arg, err := f.oneArg("last")
+	if err != nil {
 		return err
 	}
 	j, err := f.openReadOnly(ctx)
@@ -104,14 +106,6 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	return nil
 }
 
-// sessionArg splits an optional leading SESSION argument from the flags.
-func sessionArg(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "last", args
-}
-
 // untilSeq turns --until (a seq or an RFC 3339 time) into a seq; "" is the
 // last event.
 func untilSeq(evs []events.Event, until string) (uint64, error) {
@@ -136,8 +130,11 @@ type ExportCommand struct{ env *env }
 func (c *ExportCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags("export", "SESSION|last [--sign] > session.jsonl")
 	sign := f.Bool("sign", false, "sign the export with your key ("+exportKeyFile+" in the user config directory, made on first use); import --signer FINGERPRINT then requires it")
-	arg, rest := sessionArg(args)
-	if err := f.parse(rest); err != nil {
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	arg, err := f.oneArg("last")
+	if err != nil {
 		return err
 	}
 	var opts replay.WriteExportOptions
@@ -185,14 +182,16 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags("import", "FILE.jsonl [--signer FINGERPRINT] [--unsealed]\n       (import --from CLIENT imports the servers another MCP client configured: mcpledger import --from vscode -h)")
 	unsealed := f.Bool("unsealed", false, "accept an export without digests (from a build before exports were sealed, or log --json): edits to it cannot be detected")
 	signer := f.String("signer", "", "require the export to be signed (export --sign) by the key of this fingerprint (SHA256:…)")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		_ = f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	path, err := f.oneArg("")
+	if err != nil {
+		return err
+	}
+	if path == "" {
 		f.Usage()
 		return usageErrorf("import: name the exported file")
-	}
-	path := args[0]
-	if err := f.parse(args[1:]); err != nil {
-		return err
 	}
 	fh, err := os.Open(path)
 	if err != nil {
@@ -262,14 +261,16 @@ func (c *WhyCommand) Run(ctx context.Context, args []string) error {
 	session := f.String("session", "last", "the session (ID, prefix or last)")
 	at := f.String("at", "", "the moment: a seq, or a time (RFC 3339); default the session's end")
 	asJSON := f.Bool("json", false, "print the explanation as JSON")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		_ = f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	tool, err := f.oneArg("")
+	if err != nil {
+		return err
+	}
+	if tool == "" {
 		f.Usage()
 		return usageErrorf("why: name the tool (mcp__server__tool)")
-	}
-	tool := args[0]
-	if err := f.parse(args[1:]); err != nil {
-		return err
 	}
 	sj, err := f.openReadOnly(ctx)
 	if err != nil {

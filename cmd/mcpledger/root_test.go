@@ -16,22 +16,26 @@ func TestUsage(t *testing.T) {
 		args     []string
 		code     int
 		inStderr string
+		inStdout string
 	}{
-		{nil, 2, "usage: mcpledger COMMAND"},
-		{[]string{"frobnicate"}, 2, "usage: mcpledger COMMAND"},
-		{[]string{"log", "--bogus"}, 2, "flag provided but not defined"},
-		{[]string{"log", "stray"}, 2, "usage: mcpledger log"},
-		{[]string{"log", "--kind", "nope"}, 2, ""},
-		{[]string{"log", "-h"}, 0, "usage: mcpledger log"},
-		{[]string{"help", "sessions"}, 0, "usage: mcpledger sessions"},
+		{nil, 2, "usage: mcpledger [--journal PATH] COMMAND", ""},
+		{[]string{"frobnicate"}, 2, "usage: mcpledger [--journal PATH] COMMAND", ""},
+		{[]string{"log", "--bogus"}, 2, "usage: mcpledger log", ""},
+		{[]string{"log", "stray"}, 2, "usage: mcpledger log", ""},
+		{[]string{"log", "--kind", "nope"}, 2, "", ""},
+		{[]string{"log", "-h"}, 0, "", "usage: mcpledger log"},
+		{[]string{"help", "sessions"}, 0, "", "usage: mcpledger sessions"},
 	} {
 		r := runCLI(t, c.args...)
 		if code := codeOf(r.err); code != c.code {
 			t.Errorf("%q: exit %d (%v), want %d", c.args, code, r.err, c.code)
 		}
-		if !strings.Contains(r.stderr, c.inStderr) {
-			t.Errorf("%q: stderr lacks %q:\n%s", c.args, c.inStderr, r.stderr)
+		if !strings.Contains(r.stderr, c.inStderr) || !strings.Contains(r.stdout, c.inStdout) {
+			t.Errorf("%q: stderr lacks %q or stdout lacks %q:\n%s\n%s", c.args, c.inStderr, c.inStdout, r.stderr, r.stdout)
 		}
+	}
+	if r := runCLI(t, "log", "--bogus"); r.err == nil || r.err.Error() != "log: unknown flag: --bogus" {
+		t.Errorf("log --bogus: %v, want log: unknown flag: --bogus", r.err)
 	}
 	r := runCLI(t, "help")
 	if r.err != nil || !strings.Contains(r.stdout, "log [--session ID|last]") || !strings.Contains(r.stdout, "serve --stdio") {

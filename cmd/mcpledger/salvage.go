@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -23,16 +22,16 @@ func (c *SalvageCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags("salvage", "DAMAGED -o NEW [--json]")
 	out := f.String("o", "", "the new journal `FILE` to write (must not exist)")
 	asJSON := f.Bool("json", false, "print the report as JSON")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		if err := f.Parse(args); errors.Is(err, flag.ErrHelp) {
-			return err
-		}
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	src, err := f.oneArg("")
+	if err != nil {
+		return err
+	}
+	if src == "" {
 		f.Usage()
 		return usageErrorf("salvage: name the damaged journal")
-	}
-	src := args[0]
-	if err := f.parse(args[1:]); err != nil {
-		return err
 	}
 	if *out == "" {
 		f.Usage()

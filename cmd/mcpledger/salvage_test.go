@@ -244,8 +244,8 @@ func TestSalvageUsage(t *testing.T) {
 		}
 	}
 	r := runCLI(t, "salvage", "-h")
-	if r.err != nil || !strings.Contains(r.stderr, "usage: mcpledger salvage DAMAGED -o NEW [--json]") {
-		t.Errorf("salvage -h: %v\n%s", r.err, r.stderr)
+	if r.err != nil || !strings.Contains(r.stdout, "usage: mcpledger salvage DAMAGED -o NEW [--json]") {
+		t.Errorf("salvage -h: %v\n%s", r.err, r.stdout)
 	}
 	if r := runCLI(t, "salvage", filepath.Join(t.TempDir(), "none.db"), "-o", filepath.Join(t.TempDir(), "n.db")); r.err == nil || exitCode(r.err) != 1 {
 		t.Errorf("salvage of a missing file: %v", r.err)

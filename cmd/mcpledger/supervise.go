@@ -35,6 +35,10 @@ type configFlags struct {
 type multiFlag struct{ vals *[]string }
 
 func (m multiFlag) String() string { return "" }
+
+// Type names the flag's kind in pflag's help and to cobra's completion,
+// which offers a flag of a kind ending in "Array" again after it was set.
+func (m multiFlag) Type() string { return "stringArray" }
 func (m multiFlag) Set(v string) error {
 	*m.vals = append(*m.vals, v)
 	return nil
@@ -43,7 +47,7 @@ func (m multiFlag) Set(v string) error {
 func (c *configFlags) register(f *commandFlags) {
 	f.Var(multiFlag{&c.configs}, "mcp-config", "config `FILE` (repeatable; highest priority, earlier files win)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace `DIR` whose .mcp.json is read (default: current directory)")
-	f.StringVar(&c.allowed, "allowed-servers", "", "comma-separated upper bound on which servers may run (settings can narrow it, never widen it)")
+	f.StringVar(&c.allowed, "allowed-servers", "", "comma-separated upper bound on which `SERVERS` may run (settings can narrow it, never widen it)")
 	f.BoolVar(&c.verbose, "verbose", false, "log runtime warnings to stderr")
 }
 

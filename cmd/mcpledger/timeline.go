@@ -3,12 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/replay"
@@ -22,24 +19,13 @@ func (c *TimelineCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags("timeline", "SESSION -o FILE [--width PX]")
 	out := f.String("o", "", "write the page to `FILE` (- for standard output)")
 	width := f.Int("width", 0, "width of the time axis in `PX` (default: from the session's length and density)")
-	var sessionArg string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		sessionArg, args = args[0], args[1:]
-	}
 	if err := f.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &usageError{msg: err.Error()}
+		return err
 	}
-	rest := f.Args()
-	if sessionArg == "" && len(rest) > 0 {
-		sessionArg, rest = rest[0], rest[1:] // timeline -o FILE SESSION
-	}
+	sessionArg, err := f.oneArg("")
 	switch {
-	case len(rest) > 0:
-		f.Usage()
-		return usageErrorf("timeline: unexpected argument %q", rest[0])
+	case err != nil:
+		return err
 	case sessionArg == "":
 		f.Usage()
 		return usageErrorf("timeline: name the session (an ID, a unique prefix, or last)")

@@ -23,14 +23,16 @@ type TrustCommand struct{ env *env }
 // Run parses args and edits the user config.
 func (c *TrustCommand) Run(ctx context.Context, args []string) error {
 	f := c.env.newCommandFlags("trust", "DIR")
-	if len(args) == 0 || len(args) > 0 && len(args[0]) > 0 && args[0][0] == '-' {
-		_ = f.Parse(args)
+	if err := f.Parse(args); err != nil {
+		return err
+	}
+	dir, err := f.oneArg("")
+	if err != nil {
+		return err
+	}
+	if dir == "" {
 		f.Usage()
 		return usageErrorf("trust: name the workspace directory")
-	}
-	dir := args[0]
-	if err := f.parse(args[1:]); err != nil {
-		return err
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
