@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -31,18 +32,30 @@ import (
 //     counts it): "[mcpledger: output truncated: CUT of CHARS characters
 //     cut]" (structured content cut alone says so inside, see BoundJSON).
 //
-// maxChars <= 0 bounds nothing.
+// For a result cut in transit (r from RenderTransit), r.Chars is the
+// whole result's size, so the marker gives that; when it is not known
+// (r.Bytes > 0) the marker is always added and says "[mcpledger: output
+// truncated: the server's response was BYTES bytes; KEPT characters
+// kept]".
+//
+// maxChars <= 0 bounds nothing, but a result cut in transit still gets
+// its marker.
 func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToolResult {
-	if res == nil || maxChars <= 0 {
+	transit := r.Bytes > 0
+	if res == nil || maxChars <= 0 && r.Cut == 0 && !transit {
 		return res
 	}
+	limit := maxChars
+	if limit <= 0 {
+		limit = math.MaxInt
+	}
 	var structured []byte
-	if res.StructuredContent != nil {
+	if res.StructuredContent != nil && maxChars > 0 {
 		if b := encodeJSON(res.StructuredContent); utf8.RuneCount(b) > maxChars {
 			structured = b
 		}
 	}
-	if r.Cut == 0 && structured == nil {
+	if r.Cut == 0 && !transit && structured == nil {
 		return res
 	}
 	out := *res
@@ -54,13 +67,13 @@ func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToo
 			kept = utf8.RuneCount(b)
 		}
 	}
-	if r.Cut == 0 {
+	if r.Cut == 0 && !transit {
 		return &out
 	}
 	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
 	for i, c := range res.Content {
 		line := min(i, 1)
-		room := maxChars - kept - line
+		room := limit - kept - line
 		if room <= 0 {
 			break
 		}
@@ -83,8 +96,11 @@ func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToo
 		out.Content = append(out.Content, c)
 		kept += line + utf8.RuneCount(b)
 	}
-	out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf(
-		"[mcpledger: output truncated: %d of %d characters cut]", max(r.Chars-kept, 0), r.Chars)})
+	marker := fmt.Sprintf("[mcpledger: output truncated: %d of %d characters cut]", max(r.Chars-kept, 0), r.Chars)
+	if transit {
+		marker = transitMarker(r.Bytes, kept)
+	}
+	out.Content = append(out.Content, &mcp.TextContent{Text: marker})
 	return &out
 }
 

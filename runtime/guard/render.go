@@ -21,6 +21,24 @@ type Rendered struct {
 	// Chars is the length of the whole rendering in characters, Cut how
 	// many of them truncation removed.
 	Chars, Cut int
+	// Bytes, for a result cut in transit whose whole rendering's length
+	// is not known (Transit.Chars < 0), is the size in bytes of the
+	// server's message; Chars is then the length of what arrived.
+	Bytes int64
+}
+
+// Transit describes a result that was cut on its way in, before it was
+// decoded, because the server's message was too large to hold (the
+// runtime's MaxMessageBytes): its texts kept a prefix, later blocks were
+// dropped, and its other strings, arrays and objects were cut as
+// BoundJSON cuts them, saying so.
+type Transit struct {
+	// Bytes is the size of the server's message in bytes.
+	Bytes int64
+	// Chars is the length in characters of the whole result's rendering
+	// (as RenderResult counts it: texts only), or -1 when it is not known:
+	// the result held a block other than text, or only structured content.
+	Chars int64
 }
 
 // RenderResult renders res as text: text blocks verbatim, every other
@@ -33,11 +51,45 @@ func RenderResult(res *mcp.CallToolResult, maxChars int) Rendered {
 	if res == nil {
 		return Rendered{}
 	}
+	r := renderResult(res, maxChars)
+	return r.done()
+}
+
+// RenderTransit is RenderResult for a result cut in transit as t says:
+// the marker gives the whole result's size, not the size of what
+// arrived: "[mcpledger: output truncated: CUT of CHARS characters cut]"
+// with CHARS t.Chars, or, when that is not known,
+// "[mcpledger: output truncated: the server's response was BYTES bytes;
+// KEPT characters kept]". maxChars <= 0 bounds nothing further, but the
+// marker is still written: the result was cut.
+func RenderTransit(res *mcp.CallToolResult, maxChars int, t Transit) Rendered {
+	if res == nil {
+		return Rendered{}
+	}
+	r := renderResult(res, maxChars)
+	if t.Chars < 0 {
+		out := r.done()
+		out.Bytes = t.Bytes
+		out.Text = r.text() + "\n" + transitMarker(t.Bytes, r.kept)
+		return out
+	}
+	r.chars = max(r.chars, int(t.Chars))
+	return r.done()
+}
+
+// transitMarker is the marker of a result cut in transit whose whole
+// rendering's length is not known.
+func transitMarker(bytes int64, kept int) string {
+	return fmt.Sprintf("[mcpledger: output truncated: the server's response was %d bytes; %d characters kept]", bytes, kept)
+}
+
+// renderResult renders res up to maxChars characters, counting the rest.
+func renderResult(res *mcp.CallToolResult, maxChars int) renderer {
 	if len(res.Content) == 1 {
 		// One text block that fits, the common case: the text itself.
 		if t, ok := res.Content[0].(*mcp.TextContent); ok && (maxChars <= 0 || len(t.Text) <= maxChars) {
 			n := swar.RuneCount(t.Text)
-			return Rendered{Text: t.Text, Chars: n}
+			return renderer{max: maxChars, chars: n, kept: n, whole: t.Text}
 		}
 	}
 	r := renderer{max: maxChars}
@@ -60,15 +112,24 @@ func RenderResult(res *mcp.CallToolResult, maxChars int) Rendered {
 			r.add(string(b))
 		}
 	}
-	return r.done()
+	return r
 }
 
 // renderer accumulates pieces up to max characters and counts the rest.
 type renderer struct {
 	sb    strings.Builder
 	max   int
-	chars int // characters seen
-	kept  int // characters written
+	chars int    // characters seen
+	kept  int    // characters written
+	whole string // the text, when it is one text block kept whole (not copied)
+}
+
+// text is what the renderer kept.
+func (r *renderer) text() string {
+	if r.whole != "" {
+		return r.whole
+	}
+	return r.sb.String()
 }
 
 func (r *renderer) add(s string) {
@@ -99,7 +160,7 @@ func (r *renderer) add(s string) {
 }
 
 func (r *renderer) done() Rendered {
-	out := Rendered{Text: r.sb.String(), Chars: r.chars, Cut: r.chars - r.kept}
+	out := Rendered{Text: r.text(), Chars: r.chars, Cut: r.chars - r.kept}
 	if out.Cut > 0 {
 		out.Text += fmt.Sprintf("\n[mcpledger: output truncated: %d of %d characters cut]", out.Cut, out.Chars)
 	}

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -117,5 +118,60 @@ func TestWrapOutputAllocations(t *testing.T) {
 	text := strings.Repeat("line of output </mcp_tool_output> ", 100)
 	if n := testing.AllocsPerRun(10, func() { WrapOutput("server", "tool", text) }); n != 2 {
 		t.Errorf("WrapOutput: %v allocations, want 2", n)
+	}
+}
+
+// TestRenderTransit: a result cut in transit is marked with the whole
+// result's size: in characters when the shrinker knew it (the guard's own
+// bound still applies, and a result the guard did not cut further is
+// marked too), else in the server's bytes with the characters kept; with
+// no bound the marker is still written.
+func TestRenderTransit(t *testing.T) {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 30)}}}
+	for _, tc := range []struct {
+		name     string
+		max      int
+		tr       Transit
+		text     string // the rendering, marker included
+		chars    int
+		cut      int
+		bytes    int64
+		blockOut []string // BoundResult's blocks
+	}{
+		{"cut further by the bound", 10, Transit{Bytes: 5000, Chars: 1000},
+			strings.Repeat("x", 10) + "\n[mcpledger: output truncated: 990 of 1000 characters cut]", 1000, 990, 0,
+			[]string{strings.Repeat("x", 10), "[mcpledger: output truncated: 990 of 1000 characters cut]"}},
+		{"within the bound", 50, Transit{Bytes: 5000, Chars: 1000},
+			strings.Repeat("x", 30) + "\n[mcpledger: output truncated: 970 of 1000 characters cut]", 1000, 970, 0,
+			[]string{strings.Repeat("x", 30), "[mcpledger: output truncated: 970 of 1000 characters cut]"}},
+		{"no bound", 0, Transit{Bytes: 5000, Chars: 1000},
+			strings.Repeat("x", 30) + "\n[mcpledger: output truncated: 970 of 1000 characters cut]", 1000, 970, 0,
+			[]string{strings.Repeat("x", 30), "[mcpledger: output truncated: 970 of 1000 characters cut]"}},
+		{"size in characters unknown", 10, Transit{Bytes: 5000, Chars: -1},
+			strings.Repeat("x", 10) + "\n[mcpledger: output truncated: the server's response was 5000 bytes; 10 characters kept]", 30, 20, 5000,
+			[]string{strings.Repeat("x", 10), "[mcpledger: output truncated: the server's response was 5000 bytes; 10 characters kept]"}},
+		{"unknown, no bound", 0, Transit{Bytes: 5000, Chars: -1},
+			strings.Repeat("x", 30) + "\n[mcpledger: output truncated: the server's response was 5000 bytes; 30 characters kept]", 30, 0, 5000,
+			[]string{strings.Repeat("x", 30), "[mcpledger: output truncated: the server's response was 5000 bytes; 30 characters kept]"}},
+		{"nothing of the rendering cut", 50, Transit{Bytes: 5000, Chars: 30},
+			strings.Repeat("x", 30), 30, 0, 0, []string{strings.Repeat("x", 30)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := RenderTransit(res, tc.max, tc.tr)
+			if r.Text != tc.text || r.Chars != tc.chars || r.Cut != tc.cut || r.Bytes != tc.bytes {
+				t.Errorf("got %q chars %d cut %d bytes %d\nwant %q chars %d cut %d bytes %d", r.Text, r.Chars, r.Cut, r.Bytes,
+					tc.text, tc.chars, tc.cut, tc.bytes)
+			}
+			b := BoundResult(res, r, tc.max)
+			if fmt.Sprint(texts(b)) != fmt.Sprint(tc.blockOut) {
+				t.Errorf("bounded %q, want %q", texts(b), tc.blockOut)
+			}
+			if len(res.Content) != 1 {
+				t.Error("the result was changed")
+			}
+		})
+	}
+	if r := RenderTransit(nil, 10, Transit{Bytes: 1, Chars: 5}); r != (Rendered{}) {
+		t.Errorf("nil result: %+v", r)
 	}
 }
