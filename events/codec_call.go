@@ -107,7 +107,7 @@ func appendCallStarted(dst []byte, p *CallStarted) []byte {
 
 // appendCallFinished appends p as msgpack's reflection encodes it.
 func appendCallFinished(dst []byte, p *CallFinished) []byte {
-	dst = appendMapLen(dst, 4+count(p.Error != "", len(p.Signals) != 0, p.RenderedChars != 0, p.CutChars != 0, p.Retrying))
+	dst = appendMapLen(dst, 4+count(p.Error != "", len(p.Signals) != 0, p.RenderedChars != 0, p.CutChars != 0, p.WireBytes != 0, p.Retrying))
 	dst = appendStr(appendKey(dst, "call_id"), p.CallID)
 	dst = appendStr(appendKey(dst, "outcome"), p.Outcome)
 	if p.Error != "" {
@@ -126,6 +126,9 @@ func appendCallFinished(dst []byte, p *CallFinished) []byte {
 	}
 	if p.CutChars != 0 {
 		dst = appendInt(appendKey(dst, "cut_chars"), p.CutChars)
+	}
+	if p.WireBytes != 0 {
+		dst = appendInt(appendKey(dst, "wire_bytes"), p.WireBytes)
 	}
 	if p.Retrying {
 		dst = appendBool(appendKey(dst, "retrying"), true)

@@ -74,7 +74,7 @@ func TestCallPayloadsEncodeAsReflection(t *testing.T) {
 			&CallStarted{CallID: c.str(), Tool: c.str(), Name: c.str(), Args: c.blob(), Caller: c.str(), Policy: c.str(),
 				ApprovedBy: c.str(), DefHash: c.str(), Attempt: int(c.int()), RetryOf: c.str()},
 			&CallFinished{CallID: c.str(), Outcome: c.str(), Error: c.str(), Result: c.blob(), DurationNs: c.int(),
-				Signals: c.strs(), RenderedChars: c.int(), CutChars: c.int(), Retrying: c.r.IntN(2) == 0},
+				Signals: c.strs(), RenderedChars: c.int(), CutChars: c.int(), WireBytes: c.int(), Retrying: c.r.IntN(2) == 0},
 		}
 		if i == 0 { // the zero values, and signals at the array16 and array32 edges
 			ps = append(ps, &CallStarted{}, &CallFinished{},
@@ -94,7 +94,7 @@ func TestCallPayloadsEncodeAsReflection(t *testing.T) {
 		}
 	}
 	// Every field is drawn above: a new one must be too.
-	for typ, n := range map[reflect.Type]int{reflect.TypeFor[CallStarted](): 10, reflect.TypeFor[CallFinished](): 9,
+	for typ, n := range map[reflect.Type]int{reflect.TypeFor[CallStarted](): 10, reflect.TypeFor[CallFinished](): 10,
 		reflect.TypeFor[Blob](): 4} {
 		if typ.NumField() != n {
 			t.Errorf("%s has %d fields, this test and codec_call.go know %d", typ, typ.NumField(), n)
@@ -144,7 +144,7 @@ func FuzzCallPayloads(f *testing.F) {
 			sig = []string{a, b, c, d}
 		}
 		fin := &CallFinished{CallID: a, Outcome: b, Error: pick(5, c), Result: blob, DurationNs: m, Signals: sig,
-			RenderedChars: n, CutChars: m, Retrying: on(6)}
+			RenderedChars: n, CutChars: m, WireBytes: n, Retrying: on(6)}
 		if got, want := appendCallStarted(nil, st), reflectPayload(t, st); !bytes.Equal(got, want) {
 			t.Fatalf("call.started %+v: hand %x, reflection %x", st, got, want)
 		}

@@ -96,6 +96,12 @@ type CallFinished struct {
 	// and CutChars how many of them truncation removed.
 	RenderedChars int64 `msgpack:"rendered_chars,omitempty" json:"rendered_chars,omitempty"`
 	CutChars      int64 `msgpack:"cut_chars,omitempty" json:"cut_chars,omitempty"`
+	// WireBytes, when set, is the size in bytes of the server's response,
+	// which was over the runtime's message limit and was cut in transit
+	// before it was decoded (since 2026-11-27): Result is then what was
+	// kept of it, and RenderedChars the whole result's rendered length
+	// when that is known (text blocks only), else the kept part's.
+	WireBytes int64 `msgpack:"wire_bytes,omitempty" json:"wire_bytes,omitempty"`
 	// Retrying is true when a reconnect and one retry (a new call.started
 	// with RetryOf) follow this failure.
 	Retrying bool `msgpack:"retrying,omitempty" json:"retrying,omitempty"`
