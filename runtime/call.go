@@ -217,7 +217,7 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: cl.entry.Tool, Arguments: json.RawMessage(cl.args)})
 		stop()
 		cancel()
-		raw, decoded := sink.take()
+		raw, decoded, transit := sink.take()
 		if decoded != nil {
 			// The result arrived, decoded on the wire; go-sdk was handed
 			// errDecodedHere in its place (wire_decode.go).
@@ -227,7 +227,7 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 		got := res
 		res, err, lost := m.outcome(ctx, cl, c, res, err, timeout, fin)
 		if res != got {
-			raw = nil // outcome made a result of its own: journal that one
+			raw, transit = nil, nil // outcome made a result of its own: journal that one
 		}
 		if lost.retriable && !reconnected && ctx.Err() == nil && m.callCtx.Err() == nil &&
 			(lost.undelivered || safeToRepeat(cl.entry.Annotations)) {
@@ -244,7 +244,7 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 			c, retryOf, cl.id = nc, cl.id, uuid.Must(uuid.NewV7()).String()
 			continue
 		}
-		return m.finish(cl, res, raw, err, fin)
+		return m.finish(cl, res, raw, transit, err, fin)
 	}
 }
 

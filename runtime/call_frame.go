@@ -30,12 +30,25 @@ const codeTooLarge = -32050
 // go-sdk's own limit would end the session. Any other oversized message
 // (a notification, a request) is dropped and reported.
 //
+// An oversized response to a tools/call a caller waits on (one of calls)
+// is cut instead, as it streams (shrinker): its call gets a small valid
+// result, marked as cut with the size the server sent (on its wireSink).
+// A response the shrinker refuses (not valid JSON, or too odd to cut) is
+// discarded and answered as above.
+//
 // go-sdk's IOTransport is then given MaxLineLength -1: frameCap is the
 // limit.
 type frameCap struct {
 	r       io.ReadCloser
 	max     int
 	dropped func(size int64, answered bool)
+	// calls, when set, are the calls whose oversized responses are cut
+	// in transit, limits the bound (a result's maxResultChars) they are
+	// cut for, and cut reports each.
+	calls  *wireCalls
+	limits func() shrinkLimits
+	cut    func(size int64, kept int)
+	shr    *shrinker // cutting the current message
 
 	chunk   []byte
 	line    []byte // the message being accumulated
@@ -91,16 +104,22 @@ func (f *frameCap) feed(b []byte) {
 		switch {
 		case f.discard:
 			f.keepTail(piece)
+			f.shrink(piece)
 		case len(f.line)+len(piece) > f.max:
 			// Over the limit: keep the ends, drop the rest, without
 			// growing the buffer once more.
 			f.discard = true
+			if f.calls != nil && f.limits != nil {
+				f.shr = newShrinker(f.limits())
+				f.shrink(f.line)
+			}
 			f.head = append(f.head[:0], f.line[:min(capKeep, len(f.line))]...)
 			if n := capKeep - len(f.head); n > 0 {
 				f.head = append(f.head, piece[:min(n, len(piece))]...)
 			}
 			f.tail = append(f.tail[:0], f.line[max(0, len(f.line)-capKeep):]...)
 			f.keepTail(piece)
+			f.shrink(piece)
 			f.line = nil
 		default:
 			f.line = append(f.line, piece...)
@@ -109,9 +128,11 @@ func (f *frameCap) feed(b []byte) {
 			return
 		}
 		// End of a message.
-		if f.discard {
+		switch {
+		case f.discard && f.shr != nil && f.passCut():
+		case f.discard:
 			f.answer()
-		} else {
+		default:
 			f.out = append(f.out, f.line...)
 			if cap(f.line) > 1<<20 {
 				f.line = nil
@@ -119,8 +140,33 @@ func (f *frameCap) feed(b []byte) {
 				f.line = f.line[:0]
 			}
 		}
-		f.discard, f.size = false, 0
+		f.discard, f.size, f.shr = false, 0, nil
 	}
+}
+
+// shrink feeds the shrinker a piece of the message (without its newline)
+// and gives it up at its first refusal.
+func (f *frameCap) shrink(b []byte) {
+	if f.shr == nil {
+		return
+	}
+	if f.shr.write(bytes.TrimSuffix(b, []byte("\n"))) != nil {
+		f.shr = nil
+	}
+}
+
+// passCut passes on the cut message in place of the whole, if it is a
+// response to one of calls, and says so on the call's sink.
+func (f *frameCap) passCut() bool {
+	msg, id, t, err := f.shr.finish()
+	if err != nil || !f.calls.cutInTransit(id, t) {
+		return false
+	}
+	if f.cut != nil {
+		f.cut(f.size, len(msg))
+	}
+	f.out = append(append(f.out, msg...), '\n')
+	return true
 }
 
 func (f *frameCap) keepTail(b []byte) {

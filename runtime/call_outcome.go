@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
 	"github.com/mcpledger/mcpledger/runtime/internal/swar"
 )
@@ -102,18 +103,30 @@ func firstText(res *mcp.CallToolResult) string {
 	return ""
 }
 
+// resultLimit is the result bound of a server with settings s, def the
+// Manager's (0: no bound).
+func resultLimit(def int, s config.CallSettings) int {
+	if n := s.MaxResultChars; n != nil {
+		return *n
+	}
+	return def
+}
+
 // finish renders the result, scans it, journals call.finished and
 // answers the caller. raw is the result as the server sent it (see
 // wireTransport), nil when the transport does not keep it: the journal
-// then gets res re-encoded.
-func (m *Manager) finish(cl *call, res *mcp.CallToolResult, raw []byte, err error, fin *events.CallFinished) (*CallResult, error) {
+// then gets res re-encoded. transit, when set, says the result was cut
+// in transit (frameCap) and how large it was.
+func (m *Manager) finish(cl *call, res *mcp.CallToolResult, raw []byte, transit *guard.Transit, err error, fin *events.CallFinished) (*CallResult, error) {
 	out := &CallResult{CallID: cl.id, Result: res}
 	if res != nil {
-		limit := m.opts.MaxResultChars
-		if n := cl.settings.MaxResultChars; n != nil {
-			limit = *n // 0: no bound
+		limit := resultLimit(m.opts.MaxResultChars, cl.settings)
+		if transit != nil {
+			out.Rendered = guard.RenderTransit(res, limit, *transit)
+			fin.WireBytes = transit.Bytes
+		} else {
+			out.Rendered = guard.RenderResult(res, limit)
 		}
-		out.Rendered = guard.RenderResult(res, limit)
 		out.Bounded = guard.BoundResult(res, out.Rendered, limit)
 		out.Signals = guard.DetectInjection(out.Text)
 		fin.Signals, fin.RenderedChars, fin.CutChars = out.Signals, int64(out.Chars), int64(out.Cut)

@@ -418,9 +418,11 @@ func TestCallInvalidArgumentsNeverSent(t *testing.T) {
 }
 
 // TestCallLargeResults: a 1 MB result is rendered to MaxResultChars with
-// a marker and journaled capped; a 100 MB result is discarded as it
-// streams (the call fails with ErrResultTooLarge, the session stays up)
-// and the process's peak RSS stays far below the result's size.
+// a marker and journaled capped; a 100 MB result, over MaxMessageBytes, is
+// cut as it streams: the call gets its first MaxResultChars characters
+// with the marker naming the whole size, the journal says it was cut in
+// transit and how large it was, the session stays up, and the process's
+// peak RSS stays far below the result's size.
 func TestCallLargeResults(t *testing.T) {
 	bin := runtimetest.BuildServer(t)
 	j, adapter := openJournal(t)
@@ -451,13 +453,21 @@ func TestCallLargeResults(t *testing.T) {
 	runtimegc.GC()
 	hwm0 := vmHWM(t)
 	t0 := time.Now()
-	_, err = m.CallTool(t.Context(), "mcp__s__big", map[string]any{"bytes": 100_000_000})
-	if !errors.Is(err, runtime.ErrResultTooLarge) {
-		t.Fatalf("100 MB: %v", err)
-	}
+	r, err = m.CallToolWith(t.Context(), "mcp__s__big", map[string]any{"bytes": 100_000_000}, nil)
 	took := time.Since(t0)
 	hwm1 := vmHWM(t)
-	t.Logf("100 MB result: failed after %v with %v; peak RSS %d MiB before, %d MiB after", took, err, hwm0>>20, hwm1>>20)
+	if err != nil {
+		t.Fatalf("100 MB: %v", err)
+	}
+	t.Logf("100 MB result: cut in %v; peak RSS %d MiB before, %d MiB after", took, hwm0>>20, hwm1>>20)
+	const marker = "[mcpledger: output truncated: 99950000 of 100000000 characters cut]"
+	want := strings.Repeat("x", guard.DefaultMaxResultChars)
+	if r.Chars != 100_000_000 || r.Cut != 100_000_000-guard.DefaultMaxResultChars || r.Text != want+"\n"+marker {
+		t.Errorf("rendered %d chars, cut %d: %.80q…%q", r.Chars, r.Cut, r.Text, r.Text[max(0, len(r.Text)-120):])
+	}
+	if b := texts(r.Bounded); len(b) != 2 || b[0] != want || b[1] != marker {
+		t.Errorf("bounded result: %d blocks, last %q", len(b), b[len(b)-1])
+	}
 	// The frame cap holds at most MaxMessageBytes (16 MiB) of it; the
 	// race detector multiplies memory, so the bound holds without it.
 	if grew := hwm1 - hwm0; !raceEnabled && grew > 64<<20 {
@@ -468,12 +478,32 @@ func TestCallLargeResults(t *testing.T) {
 		t.Errorf("session after the oversized result: %v %v attempt %d", err, r, st.Attempt)
 	}
 	got, evs := callEvents(t, j, m.Session())
-	if want := []string{"started:big", "finished:ok", "started:big", "finished:error", "started:echo", "finished:ok"}; !slices.Equal(got, want) {
+	if want := []string{"started:big", "finished:ok", "started:big", "finished:ok", "started:echo", "finished:ok"}; !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
-	if f := evs[1].Payload.(*events.CallFinished); !f.Result.Truncated || len(f.Result.Text) != runtime.DefaultJournalCap || f.Result.Size < 1_000_000 || len(f.Result.SHA256) != 64 || f.CutChars != 950_000 {
-		t.Errorf("journaled 1 MB result: truncated %v, %d bytes of %d, cut %d", f.Result.Truncated, len(f.Result.Text), f.Result.Size, f.CutChars)
+	if f := evs[1].Payload.(*events.CallFinished); !f.Result.Truncated || len(f.Result.Text) != runtime.DefaultJournalCap || f.Result.Size < 1_000_000 || len(f.Result.SHA256) != 64 || f.CutChars != 950_000 || f.WireBytes != 0 {
+		t.Errorf("journaled 1 MB result: truncated %v, %d bytes of %d, cut %d, wire %d", f.Result.Truncated, len(f.Result.Text), f.Result.Size, f.CutChars, f.WireBytes)
 	}
+	// The journal keeps what arrived, whole, and says it was cut in
+	// transit from a message of the result's size plus its envelope.
+	f := evs[3].Payload.(*events.CallFinished)
+	wantResult := `{"content":[{"type":"text","text":"` + want + `"}]}`
+	if f.Result.Text != wantResult || f.Result.Truncated || f.WireBytes <= 100_000_000 || f.WireBytes > 100_000_200 ||
+		f.RenderedChars != 100_000_000 || f.CutChars != 100_000_000-guard.DefaultMaxResultChars {
+		t.Errorf("journaled 100 MB result: %d bytes (truncated %v), wire %d, rendered %d, cut %d",
+			len(f.Result.Text), f.Result.Truncated, f.WireBytes, f.RenderedChars, f.CutChars)
+	}
+}
+
+// texts returns the texts of a result's text blocks.
+func texts(res *mcp.CallToolResult) []string {
+	var out []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			out = append(out, t.Text)
+		}
+	}
+	return out
 }
 
 // vmHWM returns the process's peak resident set size.

@@ -232,7 +232,17 @@ func (c *conn) open() (mcp.Transport, error) {
 		capped := newFrameCap(out, m.opts.MaxMessageBytes, func(size int64, answered bool) {
 			m.log.Warn("server sent a message over MaxMessageBytes; discarded", "server", c.server, "bytes", size, "answered", answered)
 		})
-		return wireTransport{lineTransport{r: capped, w: p.stdin}}, nil
+		// An oversized result of a call is cut in transit instead, for
+		// the server's result bound.
+		calls := newWireCalls()
+		capped.calls = calls
+		capped.limits = func() shrinkLimits {
+			return shrinkLimitsFor(resultLimit(m.opts.MaxResultChars, m.callSettingsFor(c.server, c)))
+		}
+		capped.cut = func(size int64, kept int) {
+			m.log.Warn("server sent a result over MaxMessageBytes; cut in transit", "server", c.server, "bytes", size, "kept", kept)
+		}
+		return wireTransport{lineTransport{r: capped, w: p.stdin}, calls}, nil
 	case events.TransportHTTP, events.TransportSSE:
 		u, err := url.Parse(c.spec.URL)
 		if err != nil {
@@ -276,7 +286,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		c.inproc = ss
 		c.mu.Unlock()
 		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: events.TransportInProcess, Endpoint: "in-process"})
-		return wireTransport{ct}, nil
+		return wireTransport{Transport: ct}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", c.spec.Config.Transport)
 }

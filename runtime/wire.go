@@ -7,6 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // wireTransport wraps a client transport (stdio, in-process) so that the
@@ -20,7 +22,10 @@ import (
 // streamable client connection learns the session's state through an
 // unexported interface a wrapper would hide. Their results are
 // re-encoded (resultJSON), as every result was before.
-type wireTransport struct{ mcp.Transport }
+type wireTransport struct {
+	mcp.Transport
+	calls *wireCalls // nil: its own
+}
 
 // Connect connects the wrapped transport and wraps its connection.
 func (t wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -28,15 +33,43 @@ func (t wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wireConn{Connection: c, pending: map[jsonrpc.ID]*wireSink{}}, nil
+	calls := t.calls
+	if calls == nil {
+		calls = newWireCalls()
+	}
+	return &wireConn{Connection: c, wireCalls: calls}, nil
 }
 
 // wireConn is a client connection that hands the raw result of each
 // response to the sink its request was written with.
 type wireConn struct {
 	mcp.Connection
+	*wireCalls
+}
+
+// wireCalls are the requests of a connection written with a sink, until
+// answered or taken: shared by its wireConn and, over stdio, its frameCap,
+// which cuts an oversized response to one of them in transit.
+type wireCalls struct {
 	mu      sync.Mutex
-	pending map[jsonrpc.ID]*wireSink // requests written with a sink, until answered or taken
+	pending map[jsonrpc.ID]*wireSink
+}
+
+func newWireCalls() *wireCalls { return &wireCalls{pending: map[jsonrpc.ID]*wireSink{}} }
+
+// cutInTransit notes on the sink of request id that its response was cut
+// as t says, and reports whether there is such a request.
+func (c *wireCalls) cutInTransit(id jsonrpc.ID, t guard.Transit) bool {
+	c.mu.Lock()
+	s := c.pending[id]
+	c.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	s.transit = &t
+	s.mu.Unlock()
+	return true
 }
 
 // Write notes the sink of a request whose context carries one, then
@@ -48,7 +81,7 @@ func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			c.pending[req.ID] = s
 			c.mu.Unlock()
 			s.mu.Lock()
-			s.conn, s.id = c, req.ID
+			s.conn, s.id = c.wireCalls, req.ID
 			s.mu.Unlock()
 		}
 	}
@@ -84,11 +117,12 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // wireSink receives the raw result of one request.
 type wireSink struct {
-	mu   sync.Mutex
-	conn *wireConn
-	id   jsonrpc.ID
-	raw  []byte
-	res  *mcp.CallToolResult // raw decoded here (decodeTextResult), if it was
+	mu      sync.Mutex
+	conn    *wireCalls
+	id      jsonrpc.ID
+	raw     []byte
+	res     *mcp.CallToolResult // raw decoded here (decodeTextResult), if it was
+	transit *guard.Transit      // the response was cut in transit
 }
 
 type wireSinkKey struct{}
@@ -101,12 +135,13 @@ func withWireSink(ctx context.Context) (context.Context, *wireSink) {
 }
 
 // take returns the raw result the sink received (nil if none: the
-// connection is not wrapped, or no response came), and the result decoded
+// connection is not wrapped, or no response came), the result decoded
 // from it if decodeTextResult did (go-sdk's result is then a stand-in),
-// and forgets the request on its connection, answered or not.
-func (s *wireSink) take() ([]byte, *mcp.CallToolResult) {
+// and what was cut of it in transit (nil: nothing), and forgets the
+// request on its connection, answered or not.
+func (s *wireSink) take() ([]byte, *mcp.CallToolResult, *guard.Transit) {
 	s.mu.Lock()
-	conn, id, raw, res := s.conn, s.id, s.raw, s.res
+	conn, id, raw, res, t := s.conn, s.id, s.raw, s.res, s.transit
 	s.mu.Unlock()
 	if conn != nil {
 		conn.mu.Lock()
@@ -115,5 +150,5 @@ func (s *wireSink) take() ([]byte, *mcp.CallToolResult) {
 		}
 		conn.mu.Unlock()
 	}
-	return raw, res
+	return raw, res, t
 }

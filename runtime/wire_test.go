@@ -43,7 +43,7 @@ func TestWireConn(t *testing.T) {
 		&jsonrpc.Response{ID: id(1), Result: result},
 		&jsonrpc.Response{ID: id(3), Error: &jsonrpc.Error{Code: 1, Message: "no"}},
 	}}
-	c := &wireConn{Connection: inner, pending: map[jsonrpc.ID]*wireSink{}}
+	c := &wireConn{Connection: inner, wireCalls: newWireCalls()}
 	ctx := context.Background()
 
 	ctx1, s1 := withWireSink(ctx)
@@ -71,7 +71,7 @@ func TestWireConn(t *testing.T) {
 		}
 		read = append(read, m)
 	}
-	got, dec := s1.take()
+	got, dec, _ := s1.take()
 	if string(got) != string(result) {
 		t.Errorf("call 1's result %s", got)
 	}
@@ -89,10 +89,10 @@ func TestWireConn(t *testing.T) {
 	if got[0] != '{' {
 		t.Error("the sink shares the response's bytes")
 	}
-	if raw, _ := s3.take(); raw != nil {
+	if raw, _, _ := s3.take(); raw != nil {
 		t.Errorf("an error response left %s", raw)
 	}
-	if raw, _ := s4.take(); raw != nil {
+	if raw, _, _ := s4.take(); raw != nil {
 		t.Errorf("an unanswered call left %s", raw)
 	}
 	if len(c.pending) != 0 {
@@ -105,7 +105,7 @@ func TestWireConn(t *testing.T) {
 		}))
 	}
 	var unwrapped wireSink // a call on a connection that is not wrapped
-	if raw, res := unwrapped.take(); raw != nil || res != nil {
+	if raw, res, tr := unwrapped.take(); raw != nil || res != nil || tr != nil {
 		t.Error("an unused sink returned bytes")
 	}
 }

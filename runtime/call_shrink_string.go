@@ -1,0 +1,262 @@
+package runtime
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// ---- the shrinker's strings: read a character at a time, a prefix kept ----
+
+// strScan is the string a shrinker is reading. A character is one unit
+// of the JSON text: a UTF-8 sequence (an invalid byte counts alone, as
+// the decoder replaces it with U+FFFD), an escape, or an escaped
+// surrogate pair. A prefix of whole units is written, so the output never
+// splits a character, an escape or a pair.
+type strScan struct {
+	role    role
+	keeping bool    // characters are still written
+	chars   int64   // characters read
+	kept    int     // characters written
+	pend    [4]byte // a multi-byte character not complete yet
+	np      int
+	esc     [12]byte // an escape being read
+	ne      int
+	typ     []byte // a block's type, raw, up to 16 bytes
+	sig     int    // base64: significant characters written
+	cutAt   int    // base64: the output's length at the last whole quantum
+}
+
+// stringBytes reads string bytes from b up to and including the closing
+// quote and returns how many it took.
+func (s *shrinker) stringBytes(b []byte) int {
+	st := &s.str
+	i := 0
+	for i < len(b) && s.err == nil {
+		c := b[i]
+		if st.ne > 0 {
+			if s.escByte(c) {
+				i++
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			s.flushPending()
+			s.endString()
+			return i + 1
+		case c == '\\':
+			s.flushPending()
+			st.esc[0], st.ne = '\\', 1
+			i++
+		case c < 0x20:
+			return s.fail()
+		case c < utf8.RuneSelf && st.np > 0:
+			s.flushPending() // an incomplete sequence: c is read next
+		case c < utf8.RuneSelf:
+			j := i + 1
+			for j < len(b) && b[j] >= 0x20 && b[j] < utf8.RuneSelf && b[j] != '"' && b[j] != '\\' {
+				j++
+			}
+			s.ascii(b[i:j])
+			i = j
+		default:
+			st.pend[st.np] = c
+			st.np++
+			i++
+			for st.np > 0 && utf8.FullRune(st.pend[:st.np]) {
+				_, n := utf8.DecodeRune(st.pend[:st.np])
+				s.unit(st.pend[:n])
+				copy(st.pend[:], st.pend[n:st.np])
+				st.np -= n
+			}
+		}
+	}
+	return max(i, 1)
+}
+
+// flushPending reads the bytes of an incomplete sequence one by one: each
+// is a character of its own to the decoder.
+func (s *shrinker) flushPending() {
+	st := &s.str
+	for k := 0; k < st.np; k++ {
+		s.unit(st.pend[k : k+1])
+	}
+	st.np = 0
+}
+
+// ascii reads a run of plain ASCII characters: a character a byte.
+func (s *shrinker) ascii(r []byte) {
+	st := &s.str
+	if s.inKey || st.role == roleID || st.role == roleType || st.role == roleBase64 && st.keeping {
+		for k := range r {
+			s.unit(r[k : k+1])
+		}
+		return
+	}
+	n := 0
+	if st.keeping {
+		n = min(len(r), s.lim.keep-st.kept)
+		if st.role == roleFree {
+			n = min(n, max(0, s.val.end-len(s.out)-s.reserved-noteRoom))
+		}
+		s.out = append(s.out, r[:n]...)
+		st.kept += n
+		if n < len(r) {
+			st.keeping = false
+		}
+	}
+	st.chars += int64(len(r))
+}
+
+// escByte reads a byte of an escape and reports whether it took it (an
+// escaped high surrogate not followed by an escape ends before c).
+func (s *shrinker) escByte(c byte) bool {
+	st := &s.str
+	switch {
+	case st.ne == 6 || st.ne == 7 && c != 'u': // after a high surrogate
+		if st.ne == 6 && c != '\\' {
+			s.unit(st.esc[:6])
+			st.ne = 0
+			return false
+		}
+		if st.ne == 7 { // \ then not u: the surrogate alone, then a short escape
+			s.unit(st.esc[:6])
+			st.esc[0], st.ne = '\\', 1
+			return s.escByte(c)
+		}
+	case st.ne == 1:
+		switch c {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			st.esc[1] = c
+			s.unit(st.esc[:2])
+			st.ne = 0
+			return true
+		case 'u':
+		default:
+			s.fail()
+			return true
+		}
+	case !isHex(c) && st.ne != 7:
+		s.fail()
+		return true
+	}
+	st.esc[st.ne] = c
+	st.ne++
+	switch st.ne {
+	case 6:
+		if code := hex4(st.esc[2:6]); code < 0xd800 || code > 0xdbff {
+			s.unit(st.esc[:6])
+			st.ne = 0
+		}
+	case 12:
+		if code := hex4(st.esc[8:12]); code >= 0xdc00 && code <= 0xdfff {
+			s.unit(st.esc[:12]) // a pair: one character
+			st.ne = 0
+			break
+		}
+		// The surrogate alone; the second escape starts over.
+		s.unit(st.esc[:6])
+		again := st.esc[6:12]
+		st.ne = 1
+		for _, b := range again[1:] {
+			s.escByte(b)
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func hex4(b []byte) int {
+	n, _ := strconv.ParseUint(string(b), 16, 32)
+	return int(n)
+}
+
+// unit reads one character, u its bytes as written.
+func (s *shrinker) unit(u []byte) {
+	st := &s.str
+	st.chars++
+	switch {
+	case s.inKey:
+		if len(s.key)+len(u) > maxKey {
+			s.fail()
+		}
+		s.key = append(s.key, u...)
+		return
+	case st.role == roleID:
+		if len(s.id)+len(u) > 64 {
+			s.fail()
+		}
+		s.id = append(s.id, u...)
+	case st.role == roleType && len(st.typ) < 16:
+		st.typ = append(st.typ, u...)
+	}
+	if !st.keeping {
+		return
+	}
+	if st.role != roleID && st.kept >= s.lim.keep && (st.role != roleType || st.kept >= 64) ||
+		st.role == roleFree && len(s.out)+len(u)+s.reserved+noteRoom > s.val.end {
+		st.keeping = false
+		return
+	}
+	s.out = append(s.out, u...)
+	st.kept++
+	if st.role == roleBase64 && base64Char(u) {
+		st.sig++
+		if st.sig%4 == 0 {
+			st.cutAt = len(s.out)
+		}
+	}
+}
+
+// base64Char reports whether the character u (as written in JSON) is one
+// a base64 decoder counts.
+func base64Char(u []byte) bool {
+	c := u[0]
+	switch {
+	case len(u) == 2:
+		c = u[1] // only \/ is in the alphabet
+	case len(u) == 6:
+		code := hex4(u[2:6])
+		if code >= utf8.RuneSelf {
+			return false
+		}
+		c = byte(code)
+	case len(u) != 1:
+		return false
+	}
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '='
+}
+
+// endString ends the string at its closing quote.
+func (s *shrinker) endString() {
+	st := &s.str
+	if s.inKey {
+		s.inKey = false
+		s.member()
+		if s.st == lexString {
+			s.st = lexColon
+		}
+		return
+	}
+	if s.val.emit {
+		if cut := st.chars - int64(st.kept); cut > 0 {
+			switch st.role {
+			case roleFree:
+				s.out = append(s.out, "…[mcpledger: "+strconv.FormatInt(cut, 10)+" characters cut]"...)
+			case roleBase64:
+				s.out = s.out[:st.cutAt]
+			}
+		}
+		s.out = append(s.out, '"')
+	}
+	switch st.role {
+	case roleID:
+		s.id = append(s.id, '"')
+	case roleText:
+		s.top().chars += st.chars
+	case roleType:
+		s.top().typ = append(append(append(s.top().typ[:0], '"'), st.typ...), '"')
+	}
+	s.after()
+}
