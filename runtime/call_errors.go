@@ -25,8 +25,10 @@ var (
 	ErrOutcomeUnknown = errors.New("runtime: outcome unknown")
 
 	// ErrResultTooLarge is returned when a server's response exceeds
-	// Options.MaxMessageBytes: the frame was discarded unread (the session
-	// stays up) and the call failed.
+	// Options.MaxMessageBytes and could not be cut in transit (it is not
+	// valid JSON, or too odd to cut: see Options.MaxMessageBytes): the
+	// frame was discarded unread (the session stays up) and the call
+	// failed.
 	ErrResultTooLarge = errors.New("runtime: result too large")
 )
 
