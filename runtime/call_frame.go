@@ -122,6 +122,12 @@ func (f *frameCap) feed(b []byte) {
 			f.shrink(piece)
 			f.line = nil
 		default:
+			if need := len(f.line) + len(piece); need > cap(f.line) && need > 1<<20 {
+				// A large message: room for all it may take, once, rather
+				// than a trail of ever larger copies (pages not written to
+				// are not resident).
+				f.line = append(make([]byte, 0, f.max), f.line...)
+			}
 			f.line = append(f.line, piece...)
 		}
 		if i < 0 {

@@ -298,7 +298,8 @@ func (t *tail) Lines() []string {
 type jsonLines struct {
 	r       *bufio.Reader
 	c       io.Closer
-	buf     []byte
+	buf     []byte // what Read has yet to return, in back
+	back    []byte // buf's storage, reused line after line
 	skipped func(line string)
 	// cont is the verdict on a line longer than the buffer, carried over
 	// its continuation pieces: 0 none, 1 passing it, 2 skipping it.
@@ -316,7 +317,8 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 		if len(line) > 0 {
 			switch j.cont {
 			case 1:
-				j.buf = append(j.buf[:0], line...)
+				j.back = append(j.back[:0], line...)
+				j.buf = j.back
 			case 2:
 				// the rest of a skipped line
 			default:
@@ -324,7 +326,8 @@ func (j *jsonLines) Read(p []byte) (int, error) {
 				pass := len(trimmed) == 0 || trimmed[0] == '\n' ||
 					(trimmed[0] == '{' || trimmed[0] == '[') && (partial || bytes.Contains(line, []byte(`"jsonrpc"`)))
 				if pass {
-					j.buf = append(j.buf[:0], line...)
+					j.back = append(j.back[:0], line...)
+					j.buf = j.back
 				} else if j.skipped != nil {
 					preview := bytes.TrimRight(line, "\r\n")
 					if len(preview) > 256 {
