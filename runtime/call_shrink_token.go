@@ -5,7 +5,8 @@ import (
 	"unicode/utf8"
 )
 
-// ---- the shrinker's strings: read a character at a time, a prefix kept ----
+// ---- the shrinker's tokens: strings read a character at a time (a prefix
+// kept), numbers and literals ----
 
 // strScan is the string a shrinker is reading. A character is one unit
 // of the JSON text: a UTF-8 sequence (an invalid byte counts alone, as
@@ -259,4 +260,87 @@ func (s *shrinker) endString() {
 		s.top().typ = append(append(append(s.top().typ[:0], '"'), st.typ...), '"')
 	}
 	s.after()
+}
+
+// numberBytes reads a number's bytes (checked when it ends).
+func (s *shrinker) numberBytes(b []byte) int {
+	i := 0
+	for ; i < len(b); i++ {
+		c := b[i]
+		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+			break
+		}
+	}
+	if len(s.scalar)+i > maxScalar {
+		return s.fail()
+	}
+	s.scalar = append(s.scalar, b[:i]...)
+	if i == len(b) {
+		return i // it may go on
+	}
+	s.endScalar()
+	return i // the delimiter is read as the next token
+}
+
+func (s *shrinker) literalBytes(b []byte) int {
+	i := 0
+	for ; i < len(b) && len(s.scalar) < len(s.literal); i++ {
+		if b[i] != s.literal[len(s.scalar)] {
+			return s.fail()
+		}
+		s.scalar = append(s.scalar, b[i])
+	}
+	if len(s.scalar) == len(s.literal) {
+		s.endScalar()
+	}
+	return max(i, 1)
+}
+
+// endScalar checks a number or literal that ended and writes it.
+func (s *shrinker) endScalar() {
+	if s.st == lexNumber && !validNumber(s.scalar) {
+		s.fail()
+		return
+	}
+	s.emit(s.scalar...)
+	if s.val.role == roleID {
+		s.id = append(s.id[:0], s.scalar...)
+	}
+	s.after()
+}
+
+// validNumber reports whether b is a JSON number.
+func validNumber(b []byte) bool {
+	i := 0
+	digits := func() bool {
+		j := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if !digits() {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(b)
 }
