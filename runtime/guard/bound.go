@@ -41,10 +41,10 @@ import (
 // maxChars <= 0 bounds nothing, but a result cut in transit still gets
 // its marker.
 func BoundResult(res *mcp.CallToolResult, r Rendered, maxChars int) *mcp.CallToolResult {
-	transit := r.Bytes > 0
-	if res == nil || maxChars <= 0 && r.Cut == 0 && !transit {
-		return res
+	if res == nil {
+		return nil
 	}
+	transit := r.Bytes > 0
 	limit := maxChars
 	if limit <= 0 {
 		limit = math.MaxInt
