@@ -49,6 +49,7 @@ type frameCap struct {
 	limits func() shrinkLimits
 	cut    func(size int64, kept int)
 	shr    *shrinker // cutting the current message
+	whole  bool      // the stream is one message (an HTTP body): EOF ends it
 
 	chunk   []byte
 	line    []byte // the message being accumulated
@@ -74,9 +75,12 @@ func (f *frameCap) Read(p []byte) (int, error) {
 		n, err := f.r.Read(f.chunk)
 		f.feed(f.chunk[:n])
 		if err != nil {
-			if len(f.line) > 0 && !f.discard { // a last message without newline
+			switch {
+			case len(f.line) > 0 && !f.discard: // a last message without newline
 				f.out = append(f.out, f.line...)
 				f.line = nil
+			case f.discard && f.whole && errors.Is(err, io.EOF): // an HTTP body: its end ends it
+				f.endOversized()
 			}
 			f.err = err
 		}
@@ -134,20 +138,27 @@ func (f *frameCap) feed(b []byte) {
 			return
 		}
 		// End of a message.
-		switch {
-		case f.discard && f.shr != nil && f.passCut():
-		case f.discard:
-			f.answer()
-		default:
-			f.out = append(f.out, f.line...)
-			if cap(f.line) > 1<<20 {
-				f.line = nil
-			} else {
-				f.line = f.line[:0]
-			}
+		if f.discard {
+			f.endOversized()
+			continue
 		}
-		f.discard, f.size, f.shr = false, 0, nil
+		f.out = append(f.out, f.line...)
+		if cap(f.line) > 1<<20 {
+			f.line = nil
+		} else {
+			f.line = f.line[:0]
+		}
+		f.size = 0
 	}
+}
+
+// endOversized passes on the cut message in place of an oversized one,
+// or answers its request.
+func (f *frameCap) endOversized() {
+	if f.shr == nil || !f.passCut() {
+		f.answer()
+	}
+	f.discard, f.size, f.shr = false, 0, nil
 }
 
 // shrink feeds the shrinker a piece of the message (without its newline)

@@ -235,13 +235,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		// An oversized result of a call is cut in transit instead, for
 		// the server's result bound.
 		calls := newWireCalls()
-		capped.calls = calls
-		capped.limits = func() shrinkLimits {
-			return shrinkLimitsFor(resultLimit(m.opts.MaxResultChars, m.callSettingsFor(c.server, c)))
-		}
-		capped.cut = func(size int64, kept int) {
-			m.log.Warn("server sent a result over MaxMessageBytes; cut in transit", "server", c.server, "bytes", size, "kept", kept)
-		}
+		capped.calls, capped.limits, capped.cut = calls, c.shrinkLimits, c.cutInTransit
 		return wireTransport{lineTransport{r: capped, w: p.stdin}, calls}, nil
 	case events.TransportHTTP, events.TransportSSE:
 		u, err := url.Parse(c.spec.URL)
@@ -271,6 +265,8 @@ func (c *conn) open() (mcp.Transport, error) {
 		if c.spec.Config.Transport == events.TransportSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.spec.URL, HTTPClient: hc}, nil
 		}
+		// A call's oversized answer is cut in transit, as over stdio.
+		hc.Transport = &capTransport{base: hc.Transport, max: m.opts.MaxMessageBytes, limits: c.shrinkLimits, cut: c.cutInTransit}
 		return &mcp.StreamableClientTransport{Endpoint: c.spec.URL, HTTPClient: hc, MaxRetries: 2}, nil
 	case events.TransportInProcess:
 		srv := m.opts.InProcess[c.server]
@@ -289,6 +285,17 @@ func (c *conn) open() (mcp.Transport, error) {
 		return wireTransport{Transport: ct}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", c.spec.Config.Transport)
+}
+
+// shrinkLimits are the limits a result of the server is cut in transit
+// to: for its result bound.
+func (c *conn) shrinkLimits() shrinkLimits {
+	return shrinkLimitsFor(resultLimit(c.m.opts.MaxResultChars, c.m.callSettingsFor(c.server, c)))
+}
+
+// cutInTransit logs a result cut in transit.
+func (c *conn) cutInTransit(size int64, kept int) {
+	c.m.log.Warn("server sent a result over MaxMessageBytes; cut in transit", "server", c.server, "bytes", size, "kept", kept)
 }
 
 // newHTTPTransport returns an http.Transport with its timeouts on the
