@@ -132,8 +132,11 @@ type Options struct {
 	// result are journaled; the rest is recorded by size and SHA-256
 	// (default 64 KiB).
 	JournalCap int
-	// MaxMessageBytes bounds one message from a stdio server (default 16
-	// MiB, go-sdk's own limit). A larger response to a tool call is cut
+	// MaxMessageBytes bounds one message from a stdio server, and the
+	// answer to a tool call from a Streamable HTTP server (a JSON body or
+	// an SSE event), default 16 MiB, go-sdk's own limit over stdio. (The
+	// older HTTP+SSE transport is not bounded.) A larger response to a
+	// tool call is cut
 	// as it streams, without being held in memory: its texts keep their
 	// first max(result bound, guard.DefaultMaxResultChars) characters,
 	// later blocks, items and members are dropped, and the call's result
