@@ -134,17 +134,17 @@ type Options struct {
 	JournalCap int
 	// MaxMessageBytes bounds one message from a stdio server, and the
 	// answer to a tool call from a Streamable HTTP server (a JSON body or
-	// an SSE event), default 16 MiB, go-sdk's own limit over stdio. (The
+	// an SSE event); default 16 MiB, go-sdk's own limit over stdio. (The
 	// older HTTP+SSE transport is not bounded.) A larger response to a
-	// tool call is cut
-	// as it streams, without being held in memory: its texts keep their
-	// first max(result bound, guard.DefaultMaxResultChars) characters,
-	// later blocks, items and members are dropped, and the call's result
-	// is marked with the size the server sent (CallResult, and
-	// call.finished's WireBytes). A larger response that cannot be cut
-	// (not valid JSON, a key or number over 1 KiB, nesting over 256) or
-	// any other larger message is read through and discarded, and only
-	// its call fails (ErrResultTooLarge); the session stays up.
+	// tool call is cut as it streams, without being held in memory: its
+	// texts keep their first max(result bound,
+	// guard.DefaultMaxResultChars) characters, later blocks, items and
+	// members are dropped, and the call's result is marked with the size
+	// the server sent (CallResult, and call.finished's WireBytes). A
+	// larger response that cannot be cut (not valid JSON, a key or number
+	// over 1 KiB, nesting over 256) or any other larger message is read
+	// through and discarded, and only its call fails (ErrResultTooLarge);
+	// the session stays up.
 	MaxMessageBytes int
 	// Retry sets how tools/list and ping retry on retriable transport
 	// errors (zero fields take the defaults).
