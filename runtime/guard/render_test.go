@@ -174,4 +174,12 @@ func TestRenderTransit(t *testing.T) {
 	if r := RenderTransit(nil, 10, Transit{Bytes: 1, Chars: 5}); r != (Rendered{}) {
 		t.Errorf("nil result: %+v", r)
 	}
+	// A result whose rendering is known to be empty (only _meta was cut):
+	// nothing of the rendering was cut, so no marker.
+	empty := &mcp.CallToolResult{Content: []mcp.Content{}}
+	if r := RenderTransit(empty, 10, Transit{Bytes: 5000, Chars: 0}); r != (Rendered{}) {
+		t.Errorf("empty result: %+v", r)
+	} else if b := BoundResult(empty, r, 10); b != empty {
+		t.Errorf("empty result bounded: %q", texts(b))
+	}
 }
