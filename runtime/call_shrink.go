@@ -308,16 +308,15 @@ func (s *shrinker) item() {
 	f := s.top()
 	f.n++
 	v := valCtx{role: roleFree, end: f.end}
+	if f.role == roleContent {
+		v.role = roleBlock // written or dropped, it is counted
+	}
 	switch {
 	case !f.emit || f.cutting:
 	case f.role == roleContent:
-		v.role = roleBlock
 		v.emit = len(s.out) < s.lim.total
 	default:
 		v.emit = len(s.out)+1+s.reserved+noteRoom <= f.end
-	}
-	if f.role == roleContent {
-		v.role = roleBlock // dropped or not, it is counted
 	}
 	if f.emit && !v.emit {
 		f.cutting = true

@@ -50,3 +50,32 @@ func TestSSECap(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameCapWholeBody: over an HTTP body (one message, no newline), a
+// body within the limit passes unchanged, an oversized response to the
+// waiting call is cut when the body ends, and one that cannot be cut (not
+// valid JSON) is answered with the too-large error.
+func TestFrameCapWholeBody(t *testing.T) {
+	long := strings.Repeat("z", 500)
+	lim := shrinkLimits{keep: 10, total: 100, structured: 50, meta: 50}
+	for _, tc := range []struct{ name, body, want string }{
+		{"within the limit", `{"jsonrpc":"2.0","id":2,"result":{}}`, `{"jsonrpc":"2.0","id":2,"result":{}}`},
+		{"cut", `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"` + long + `"}]}}`,
+			`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"zzzzzzzzzz"}]}}` + "\n"},
+		{"not valid JSON", `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"` + long + `"}]}`,
+			`{"jsonrpc":"2.0","id":2,"error":{"code":-32050,"message":"mcpledger: the response was 572 bytes, over the 200-byte limit (MaxMessageBytes); it was discarded"}}` + "\n"},
+	} {
+		calls := newWireCalls()
+		id, _ := jsonrpc.MakeID(float64(2))
+		calls.pending[id] = &wireSink{}
+		f := newFrameCap(io.NopCloser(&chunkReader{s: tc.body, n: 7}), 200, nil)
+		f.calls, f.limits, f.whole = calls, func() shrinkLimits { return lim }, true
+		out, err := io.ReadAll(f)
+		if err != nil || string(out) != tc.want {
+			t.Errorf("%s: %v\n%s\nwant\n%s", tc.name, err, out, tc.want)
+		}
+		if cut := calls.pending[id].transit != nil; cut != (tc.name == "cut") {
+			t.Errorf("%s: the sink says cut %v", tc.name, cut)
+		}
+	}
+}
