@@ -53,6 +53,7 @@ type frameCap struct {
 
 	chunk   []byte
 	line    []byte // the message being accumulated
+	spare   []byte // the buffer of the last oversized message, while others follow it
 	out     []byte // ready for the reader
 	discard bool   // the current message is over max
 	size    int64  // bytes of the current message so far
@@ -124,13 +125,20 @@ func (f *frameCap) feed(b []byte) {
 			f.tail = append(f.tail[:0], f.line[max(0, len(f.line)-capKeep):]...)
 			f.keepTail(piece)
 			f.shrink(piece)
+			if cap(f.line) >= f.max {
+				f.spare = f.line[:0] // for the next oversized message, if one follows
+			}
 			f.line = nil
 		default:
 			if need := len(f.line) + len(piece); need > cap(f.line) && need > 1<<20 {
 				// A large message: room for all it may take, once, rather
 				// than a trail of ever larger copies (pages not written to
 				// are not resident).
-				f.line = append(make([]byte, 0, f.max), f.line...)
+				buf := f.spare
+				if cap(buf) < f.max {
+					buf = make([]byte, 0, f.max)
+				}
+				f.line, f.spare = append(buf[:0], f.line...), nil
 			}
 			f.line = append(f.line, piece...)
 		}
@@ -148,7 +156,8 @@ func (f *frameCap) feed(b []byte) {
 		} else {
 			f.line = f.line[:0]
 		}
-		f.size = 0
+		f.size, f.spare = 0, nil // a message within the limit ends a run of oversized ones
+
 	}
 }
 
