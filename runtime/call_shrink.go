@@ -65,17 +65,21 @@ type shrinkLimits struct {
 
 // shrinkLimitsFor derives the limits from a result bound (maxResultChars;
 // <= 0: none): a text keeps at least guard.DefaultMaxResultChars
-// characters, and structured content at most the bound in bytes, so that
-// the guard's own bound (guard.BoundJSON) has nothing left to cut and the
-// notes inside it stay those of the original.
+// characters and at most maxKeep, and structured content at most the
+// bound in bytes, so that the guard's own bound (guard.BoundJSON) has
+// nothing left to cut and the notes inside it stay those of the original.
 func shrinkLimitsFor(maxResultChars int) shrinkLimits {
-	k := max(maxResultChars, guard.DefaultMaxResultChars)
+	k := min(max(maxResultChars, guard.DefaultMaxResultChars), maxKeep)
 	s := maxResultChars
-	if s <= 0 {
+	if s <= 0 || s > k {
 		s = k
 	}
 	return shrinkLimits{keep: k, total: 4 * k, structured: s, meta: 4 << 10}
 }
+
+// maxKeep bounds the characters a cut text keeps whatever the result
+// bound, so that a cut message stays far below the message limit.
+const maxKeep = 1 << 20
 
 const (
 	maxKey    = 1 << 10 // bytes of an object key

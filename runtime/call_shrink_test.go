@@ -194,6 +194,26 @@ func TestShrinkBounded(t *testing.T) {
 	}
 }
 
+// TestShrinkLimitsFor: the limits follow the result bound, between the
+// guard's default and maxKeep.
+func TestShrinkLimitsFor(t *testing.T) {
+	d := guard.DefaultMaxResultChars
+	for _, tc := range []struct {
+		bound int
+		want  shrinkLimits
+	}{
+		{0, shrinkLimits{keep: d, total: 4 * d, structured: d, meta: 4 << 10}},
+		{40, shrinkLimits{keep: d, total: 4 * d, structured: 40, meta: 4 << 10}},
+		{d, shrinkLimits{keep: d, total: 4 * d, structured: d, meta: 4 << 10}},
+		{200_000, shrinkLimits{keep: 200_000, total: 800_000, structured: 200_000, meta: 4 << 10}},
+		{1 << 30, shrinkLimits{keep: maxKeep, total: 4 * maxKeep, structured: maxKeep, meta: 4 << 10}},
+	} {
+		if got := shrinkLimitsFor(tc.bound); got != tc.want {
+			t.Errorf("bound %d: %+v, want %+v", tc.bound, got, tc.want)
+		}
+	}
+}
+
 // TestFrameCapCuts: an oversized response to a call that waits on a sink
 // is cut in transit and says so on the sink; the same response to a
 // request nobody waits on is answered with the error; a message split
