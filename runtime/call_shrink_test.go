@@ -145,7 +145,7 @@ func TestShrinkRefuses(t *testing.T) {
 // TestShrinkSplitAnywhere: a message fed in two pieces split at every
 // byte, and a byte at a time, is rewritten as when fed whole.
 func TestShrinkSplitAnywhere(t *testing.T) {
-	msg := resp(`{"content":[{"type":"text","text":"a\u00e9\ud83d\ude00中é\\\"xyzxyzxyz"},{"type":"image","data":"QU\/DREVGR0hJ","mimeType":"i"}],` +
+	msg := resp(`{"content":[{"type":"text","text":"a\u00e9\ud83d\ude00中é\\\"xyzxyzxyz中é` + "\xe2\x82中\xf0\x9f\x98" + `é"},{"type":"image","data":"QU\/DREVGR0hJ","mimeType":"i"}],` +
 		`"structuredContent":{"k":[1.5e3,-0,true,false,null,"` + strings.Repeat("é", 20) + `"]},"_meta":{"p":{"q":[]}}}`)
 	whole, _, wt, err := shrinkAll(msg, tiny, len(msg))
 	if err != nil {
@@ -164,6 +164,25 @@ func TestShrinkSplitAnywhere(t *testing.T) {
 	got, _, _, err := shrinkAll(msg, tiny, 1)
 	if err != nil || string(got) != string(whole) {
 		t.Fatalf("a byte at a time: %v\n%s\nwant\n%s", err, got, whole)
+	}
+	// The text's characters are counted as the decoder makes them (the
+	// invalid sequences' bytes one each); the image makes the whole
+	// rendering's size unknown.
+	if wt.Chars != -1 {
+		t.Errorf("transit %+v: a block other than text, the size should be unknown", wt)
+	}
+	var m struct {
+		Result struct {
+			Content []struct{ Text string }
+		}
+	}
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		t.Fatal(err)
+	}
+	s := newShrinker(tiny)
+	_ = s.write([]byte(msg))
+	if _, _, _, err := s.finish(); err != nil || s.textChars != int64(utf8.RuneCountInString(m.Result.Content[0].Text)) {
+		t.Errorf("the text counted %d characters, the decoder %d (%v)", s.textChars, utf8.RuneCountInString(m.Result.Content[0].Text), err)
 	}
 }
 
@@ -343,4 +362,30 @@ func depth(s string) int {
 		return 0
 	}
 	return d(v)
+}
+
+// BenchmarkShrink: the shrinker's throughput over a text result (most of
+// it skipped, counted), in 64 KiB pieces as frameCap feeds it.
+func BenchmarkShrink(b *testing.B) {
+	for _, tc := range []struct{ name, text string }{
+		{"ascii", strings.Repeat("x", 16<<20)},
+		{"utf8", strings.Repeat("é中x", 16<<20/6)},
+		{"escapes", strings.Repeat(`a\n\"\u00e9`, 16<<20/12)},
+	} {
+		msg := []byte(resp(`{"content":[{"type":"text","text":"` + tc.text + `"}]}`))
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				s := newShrinker(shrinkLimitsFor(guard.DefaultMaxResultChars))
+				for i := 0; i < len(msg); i += 64 << 10 {
+					if err := s.write(msg[i:min(i+64<<10, len(msg))]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, _, _, err := s.finish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

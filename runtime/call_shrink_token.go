@@ -1,8 +1,13 @@
 package runtime
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/mcpledger/mcpledger/runtime/internal/swar"
 )
 
 // ---- the shrinker's tokens: strings read a character at a time (a prefix
@@ -53,11 +58,10 @@ func (s *shrinker) stringBytes(b []byte) int {
 			return s.fail()
 		case c < utf8.RuneSelf && st.np > 0:
 			s.flushPending() // an incomplete sequence: c is read next
+		case !st.keeping && st.np == 0 && !s.inKey && st.role != roleID && st.role != roleType:
+			i += s.skipText(b[i:]) // not kept: counted a run at a time
 		case c < utf8.RuneSelf:
-			j := i + 1
-			for j < len(b) && b[j] >= 0x20 && b[j] < utf8.RuneSelf && b[j] != '"' && b[j] != '\\' {
-				j++
-			}
+			j := i + runLen(b[i:], true)
 			s.ascii(b[i:j])
 			i = j
 		default:
@@ -73,6 +77,60 @@ func (s *shrinker) stringBytes(b []byte) int {
 		}
 	}
 	return max(i, 1)
+}
+
+// skipText counts the characters of a run of text not kept (up to a
+// quote, a backslash or a control character), leaving an incomplete last
+// character for the next piece, and returns the bytes it took.
+func (s *shrinker) skipText(b []byte) int {
+	st := &s.str
+	n := runLen(b, false)
+	seg := b[:n]
+	if n == len(b) { // the piece ends inside the run: its last character may go on
+		for back := 1; back <= min(3, n); back++ {
+			if c := seg[n-back]; utf8.RuneStart(c) {
+				if !utf8.FullRune(seg[n-back:]) {
+					st.np = copy(st.pend[:], seg[n-back:])
+					seg = seg[:n-back]
+				}
+				break
+			}
+		}
+	}
+	if len(seg) > 0 {
+		st.chars += int64(swar.RuneCount(unsafe.String(&seg[0], len(seg)))) // read only, here
+	}
+	return n
+}
+
+// runLen returns the length of the run of string bytes at the start of b
+// that need no look one by one: bytes other than a control character, '"'
+// and '\\', and, when ascii, other than a byte of a non-ASCII character.
+// It reads eight bytes at a step.
+func runLen(b []byte, ascii bool) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		y := x &^ swar.High
+		// On the low 7 bits of each byte (no sum leaves its byte), the high
+		// bit of y+0x60 is set for 0x20 and up, that of (y^c)+0x7f for bytes
+		// other than c.
+		fine := (y + 0x6060606060606060) & ((y ^ 0x2222222222222222) + 0x7f7f7f7f7f7f7f7f) &
+			((y ^ 0x5c5c5c5c5c5c5c5c) + 0x7f7f7f7f7f7f7f7f)
+		stop := ^fine &^ x & swar.High // an ASCII byte that stops the run
+		if ascii {
+			stop |= x & swar.High
+		}
+		if stop != 0 {
+			return i + bits.TrailingZeros64(stop)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c == '"' || c == '\\' || ascii && c >= utf8.RuneSelf {
+			break
+		}
+	}
+	return i
 }
 
 // flushPending reads the bytes of an incomplete sequence one by one: each
