@@ -261,12 +261,12 @@ func (c *conn) open() (mcp.Transport, error) {
 		c.mu.Lock()
 		c.httpTransport, c.httpConns = tr, conns // closed at teardown
 		c.mu.Unlock()
-		hc := &http.Client{Transport: &headerTransport{base: c.authTransport(tr), headers: c.spec.Headers}}
+		// A call's oversized answer is cut in transit, as over stdio.
+		hc := &http.Client{Transport: &capTransport{base: &headerTransport{base: c.authTransport(tr), headers: c.spec.Headers},
+			max: m.opts.MaxMessageBytes, limits: c.shrinkLimits, cut: c.cutInTransit, calls: newWireCalls()}}
 		if c.spec.Config.Transport == events.TransportSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.spec.URL, HTTPClient: hc}, nil
 		}
-		// A call's oversized answer is cut in transit, as over stdio.
-		hc.Transport = &capTransport{base: hc.Transport, max: m.opts.MaxMessageBytes, limits: c.shrinkLimits, cut: c.cutInTransit}
 		return &mcp.StreamableClientTransport{Endpoint: c.spec.URL, HTTPClient: hc, MaxRetries: 2}, nil
 	case events.TransportInProcess:
 		srv := m.opts.InProcess[c.server]

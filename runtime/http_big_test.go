@@ -15,10 +15,10 @@ import (
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
-// TestHTTPBigResult: a Streamable HTTP server's result over
-// MaxMessageBytes is cut as it streams, as over stdio, whether it comes
-// as an SSE event (the test server's default) or a JSON body
-// (JSONResponse): the call gets the first MaxResultChars characters and
+// TestHTTPBigResult: an HTTP server's result over MaxMessageBytes is cut
+// as it streams, as over stdio, whether it comes as an SSE event of the
+// call's POST (the test server, Streamable HTTP), a JSON body
+// (JSONResponse) or an event of an SSE server's stream: the call gets the first MaxResultChars characters and
 // the marker naming the whole size, call.finished records wire_bytes, and
 // the session stays up.
 func TestHTTPBigResult(t *testing.T) {
@@ -32,11 +32,14 @@ func TestHTTPBigResult(t *testing.T) {
 	})
 	js := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return big }, &mcp.StreamableHTTPOptions{JSONResponse: true}))
 	defer js.Close()
+	legacy := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return big }, nil))
+	defer legacy.Close()
 
 	j, adapter := openJournal(t)
 	c1, s1 := remote("sse", events.TransportHTTP, sseURL, nil)
 	c2, s2 := remote("json", events.TransportHTTP, js.URL, nil)
-	opts := fastOpts(configOf(c1, s1, c2, s2))
+	c3, s3 := remote("legacy", events.TransportSSE, legacy.URL, nil)
+	opts := fastOpts(configOf(c1, s1, c2, s2, c3, s3))
 	opts.CallTimeout = 60 * time.Second
 	opts.MaxMessageBytes = 1 << 20
 	m, _ := runtime.New(adapter, opts)
@@ -46,7 +49,7 @@ func TestHTTPBigResult(t *testing.T) {
 	defer m.Close()
 	const size = 5_000_000
 	marker := "[mcpledger: output truncated: 4950000 of 5000000 characters cut]"
-	for _, server := range []string{"sse", "json"} {
+	for _, server := range []string{"sse", "json", "legacy"} {
 		r, err := m.CallToolWith(t.Context(), "mcp__"+server+"__big", map[string]any{"bytes": size}, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", server, err)
@@ -71,7 +74,7 @@ func TestHTTPBigResult(t *testing.T) {
 			}
 		}
 	}
-	if n != 2 {
-		t.Errorf("%d call.finished with wire_bytes, want 2", n)
+	if n != 3 {
+		t.Errorf("%d call.finished with wire_bytes, want 3", n)
 	}
 }

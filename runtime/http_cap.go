@@ -11,43 +11,45 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// ---- a Streamable HTTP server's oversized result, cut as it streams ----
+// ---- an HTTP server's oversized result, cut as it streams ----
 
-// capTransport bounds the answer to a tool call from a Streamable HTTP
-// server as frameCap bounds a stdio server's messages: a response over max
-// bytes is cut as it streams (shrinker) and the call's wireSink says so;
-// one that cannot be cut is answered with codeTooLarge. It applies to the
-// POST of a tools/call made with a sink (the Manager's calls) and to its
-// answer: a JSON body, or the SSE stream's events. go-sdk's client would
-// otherwise read a JSON body whole, with no limit, and fail an SSE stream
-// whose event is over 16 MiB.
+// capTransport bounds the answer to a tool call from a Streamable HTTP or
+// SSE server as frameCap bounds a stdio server's messages: a response over
+// max bytes is cut as it streams (shrinker) and the call's wireSink says
+// so; one that cannot be cut is answered with codeTooLarge. The POST of a
+// tools/call made with a sink (the Manager's calls) registers the call in
+// calls before it leaves; its answer is then cut whether it comes as the
+// POST's JSON body or as an event of any SSE stream of the connection (the
+// POST's own, the standalone GET stream, an SSE server's one stream).
+// go-sdk's client would otherwise read a JSON body whole, with no limit,
+// and fail an SSE stream whose event is over 16 MiB.
 type capTransport struct {
 	base   http.RoundTripper
 	max    int
 	limits func() shrinkLimits
 	cut    func(size int64, kept int)
+	calls  *wireCalls
 }
 
 func (t *capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	sink, _ := req.Context().Value(wireSinkKey{}).(*wireSink)
-	var id jsonrpc.ID
-	ok := false
-	if sink != nil && req.Method == http.MethodPost {
-		id, ok = toolCallID(req)
+	call := false
+	if sink, _ := req.Context().Value(wireSinkKey{}).(*wireSink); sink != nil && req.Method == http.MethodPost {
+		if id, ok := toolCallID(req); ok {
+			t.calls.add(id, sink)
+			call = true
+		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || !ok {
+	if err != nil {
 		return resp, err
 	}
-	calls := newWireCalls()
-	calls.pending[id] = sink
-	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt {
-	case "application/json":
+	switch mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); {
+	case mt == "application/json" && call:
 		f := newFrameCap(resp.Body, t.max, nil)
-		f.calls, f.limits, f.cut, f.whole = calls, t.limits, t.cut, true
+		f.calls, f.limits, f.cut, f.whole = t.calls, t.limits, t.cut, true
 		resp.Body = f
-	case "text/event-stream":
-		resp.Body = &sseCap{r: resp.Body, max: t.max, calls: calls, limits: t.limits, cut: t.cut, chunk: make([]byte, 64<<10)}
+	case mt == "text/event-stream":
+		resp.Body = &sseCap{r: resp.Body, max: t.max, calls: t.calls, limits: t.limits, cut: t.cut, chunk: make([]byte, 64<<10)}
 	}
 	return resp, nil
 }

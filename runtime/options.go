@@ -132,10 +132,9 @@ type Options struct {
 	// result are journaled; the rest is recorded by size and SHA-256
 	// (default 64 KiB).
 	JournalCap int
-	// MaxMessageBytes bounds one message from a stdio server, and the
-	// answer to a tool call from a Streamable HTTP server (a JSON body or
-	// an SSE event); default 16 MiB, go-sdk's own limit over stdio. (The
-	// older HTTP+SSE transport is not bounded.) A larger response to a
+	// MaxMessageBytes bounds one message from a stdio server, and from
+	// an HTTP server the answer to a tool call (a JSON body) and every SSE
+	// event; default 16 MiB, go-sdk's own limit. A larger response to a
 	// tool call is cut as it streams, without being held in memory: its
 	// texts keep their first max(result bound,
 	// guard.DefaultMaxResultChars) characters, later blocks, items and

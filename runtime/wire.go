@@ -49,13 +49,25 @@ type wireConn struct {
 
 // wireCalls are the requests of a connection written with a sink, until
 // answered or taken: shared by its wireConn and, over stdio, its frameCap,
-// which cuts an oversized response to one of them in transit.
+// which cuts an oversized response to one of them in transit; over HTTP,
+// the calls capTransport registers.
 type wireCalls struct {
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*wireSink
 }
 
 func newWireCalls() *wireCalls { return &wireCalls{pending: map[jsonrpc.ID]*wireSink{}} }
+
+// add registers the sink of request id (over HTTP, where no wireConn
+// sees the request); take forgets it.
+func (c *wireCalls) add(id jsonrpc.ID, s *wireSink) {
+	c.mu.Lock()
+	c.pending[id] = s
+	c.mu.Unlock()
+	s.mu.Lock()
+	s.conn, s.id = c, id
+	s.mu.Unlock()
+}
 
 // cutInTransit notes on the sink of request id that its response was cut
 // as t says, and reports whether there is such a request.
