@@ -35,6 +35,8 @@ const bigBytes = 100_000_000
 //     audit durability) → the server over stdio; the peak is serve's. The
 //     result is over serve's 16 MiB message limit, so it is cut as it
 //     streams and arrives bounded (50,000 characters and the marker).
+//   - via-serve-http-upstream: the same, with the server behind serve
+//     over Streamable HTTP (its answer an SSE event, cut as it streams);
 //   - direct-http: the same call from a go-sdk client (a child process of
 //     this benchmark) to the server over Streamable HTTP, no gateway; the
 //     peak is the client's, which takes the 100 MB whole: the baseline.
@@ -42,23 +44,10 @@ const bigBytes = 100_000_000
 // Target: via-serve's peak above idle < 64 MiB.
 func BenchmarkBigResult(b *testing.B) {
 	bin := runtimetest.BuildServer(b)
-	b.Run("via-serve", func(b *testing.B) {
-		pid, url := startServe(b, bin)
-		cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
-		echo(b, cs, "mcp__srv__echo")
-		time.Sleep(500 * time.Millisecond) // idle: startup's garbage collected
-		idle := procStatus(b, pid, "VmRSS")
-		for b.Loop() {
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__srv__big", Arguments: map[string]any{"bytes": bigBytes}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n := len(res.Content); n != 2 || !strings.HasSuffix(res.Content[1].(*mcp.TextContent).Text, fmt.Sprintf(" of %d characters cut]", bigBytes)) {
-				b.Fatalf("a result of %d blocks, not cut and marked", n)
-			}
-		}
-		b.StopTimer()
-		report(b, idle, procStatus(b, pid, "VmHWM"))
+	b.Run("via-serve", func(b *testing.B) { benchBigViaServe(b, map[string]any{"command": bin}) })
+	b.Run("via-serve-http-upstream", func(b *testing.B) {
+		url, _ := runtimetest.StartHTTP(b, bin, nil)
+		benchBigViaServe(b, map[string]any{"type": "http", "url": url})
 	})
 	b.Run("direct-http", func(b *testing.B) {
 		url, _ := runtimetest.StartHTTP(b, bin, nil)
@@ -81,6 +70,27 @@ func BenchmarkBigResult(b *testing.B) {
 		}
 		report(b, idle, hwm)
 	})
+}
+
+// benchBigViaServe makes the big calls through `mcpledger serve --http`
+// in front of the server srv (its config entry) and reports serve's peak.
+func benchBigViaServe(b *testing.B, srv map[string]any) {
+	pid, url := startServe(b, srv)
+	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
+	echo(b, cs, "mcp__srv__echo")
+	time.Sleep(500 * time.Millisecond) // idle: startup's garbage collected
+	idle := procStatus(b, pid, "VmRSS")
+	for b.Loop() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__srv__big", Arguments: map[string]any{"bytes": bigBytes}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(res.Content); n != 2 || !strings.HasSuffix(res.Content[1].(*mcp.TextContent).Text, fmt.Sprintf(" of %d characters cut]", bigBytes)) {
+			b.Fatalf("a result of %d blocks, not cut and marked", n)
+		}
+	}
+	b.StopTimer()
+	report(b, idle, procStatus(b, pid, "VmHWM"))
 }
 
 // TestBigResultClient is direct-http's client, run by BenchmarkBigResult
@@ -151,13 +161,13 @@ func procStatus(tb testing.TB, pid int, field string) int64 {
 }
 
 // startServe starts the mcpledger binary's serve --http in front of the
-// test server (over stdio) and returns its pid and URL; it is stopped at
+// server srv (its config entry) and returns its pid and URL; it is stopped at
 // the benchmark's end.
-func startServe(b *testing.B, bin string) (int, string) {
+func startServe(b *testing.B, srv map[string]any) (int, string) {
 	dir := b.TempDir()
 	mcpledger := runtimetest.BuildMcpledger(b, dir)
 	cfg := filepath.Join(dir, "mcp.json")
-	js, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"srv": map[string]any{"command": bin}}})
+	js, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"srv": srv}})
 	if err := os.WriteFile(cfg, js, 0o600); err != nil {
 		b.Fatal(err)
 	}
