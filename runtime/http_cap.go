@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -29,6 +30,36 @@ type capTransport struct {
 	limits func() shrinkLimits
 	cut    func(size int64, kept int)
 	calls  *wireCalls
+	spare  spareBuf
+}
+
+// spareBuf holds the buffer of a connection's last oversized event while
+// oversized events follow one another, so that the next one (on any of its
+// streams; a call's answer comes on its POST's own) reuses it instead of
+// making another max bytes.
+type spareBuf struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (p *spareBuf) take() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.b
+	p.b = nil
+	return b
+}
+
+func (p *spareBuf) keep(b []byte) {
+	p.mu.Lock()
+	p.b = b[:0]
+	p.mu.Unlock()
+}
+
+func (p *spareBuf) drop() {
+	p.mu.Lock()
+	p.b = nil
+	p.mu.Unlock()
 }
 
 func (t *capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -49,7 +80,7 @@ func (t *capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		f.calls, f.limits, f.cut, f.whole = t.calls, t.limits, t.cut, true
 		resp.Body = f
 	case mt == "text/event-stream":
-		resp.Body = &sseCap{r: resp.Body, max: t.max, calls: t.calls, limits: t.limits, cut: t.cut, chunk: make([]byte, 64<<10)}
+		resp.Body = &sseCap{r: resp.Body, max: t.max, calls: t.calls, limits: t.limits, cut: t.cut, chunk: make([]byte, 64<<10), spare: &t.spare}
 	}
 	return resp, nil
 }
@@ -91,10 +122,11 @@ type sseCap struct {
 	out    []byte
 	err    error
 
-	ev   []byte // the event so far, while it is within max
-	size int64  // its bytes
-	line int    // bytes of the current line so far
-	over bool   // the event is over max: it is being cut
+	ev    []byte    // the event so far, while it is within max
+	spare *spareBuf // shared by the connection's streams
+	size  int64     // its bytes
+	line  int       // bytes of the current line so far
+	over  bool      // the event is over max: it is being cut
 
 	// While over: the current line's state and the event's other fields.
 	name       []byte // the field name, up to 64 bytes
@@ -151,9 +183,16 @@ func (s *sseCap) feed(b []byte) {
 			s.ev = nil
 			s.cutting(ev)
 			s.cutting(piece)
+			if cap(ev) >= s.max {
+				s.spare.keep(ev) // for the next oversized event, on this stream or another
+			}
 		default:
 			if need := len(s.ev) + len(piece); need > cap(s.ev) && need > 1<<20 {
-				s.ev = append(make([]byte, 0, s.max), s.ev...) // once, as frameCap does
+				buf := s.spare.take() // once, as frameCap does
+				if cap(buf) < s.max {
+					buf = make([]byte, 0, s.max)
+				}
+				s.ev = append(buf[:0], s.ev...)
 			}
 			s.ev = append(s.ev, piece...)
 		}
@@ -173,6 +212,7 @@ func (s *sseCap) feed(b []byte) {
 			if cap(s.ev) > 1<<20 {
 				s.ev = nil
 			}
+			s.spare.drop() // an event within the limit ends a run of oversized ones
 		}
 		s.size, s.over = 0, false
 	}

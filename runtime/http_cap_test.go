@@ -34,7 +34,7 @@ func TestSSECap(t *testing.T) {
 		calls.pending[id] = sink
 		var reported []int64
 		s := &sseCap{r: io.NopCloser(&chunkReader{s: in, n: step}), max: 200, calls: calls, limits: func() shrinkLimits { return lim },
-			cut: func(size int64, kept int) { reported = append(reported, size) }, chunk: make([]byte, 64)}
+			cut: func(size int64, kept int) { reported = append(reported, size) }, chunk: make([]byte, 64), spare: &spareBuf{}}
 		out, err := io.ReadAll(s)
 		if err != nil {
 			t.Fatal(err)
