@@ -109,6 +109,8 @@ func fastEligible(r *http.Request, ss *mcp.ServerSession) bool {
 	if !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
+	// go-sdk serves requests once initialize is answered (it keeps the
+	// params then), not waiting for notifications/initialized: so here.
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil {
 		return ip != nil
