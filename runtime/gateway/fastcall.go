@@ -109,16 +109,17 @@ func fastEligible(r *http.Request, ss *mcp.ServerSession) bool {
 	if !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
-	// go-sdk serves requests once initialize is answered (it keeps the
-	// params then), not waiting for notifications/initialized: so here.
-	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil {
-		return ip != nil
-	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(gatewayProtocolVersions, v) {
 		return false
 	}
-	return ip.Capabilities.Sampling == nil && ip.Capabilities.Elicitation == nil
+	// go-sdk serves requests once initialize is answered (it keeps the
+	// params then), not waiting for notifications/initialized: so here.
+	ip := ss.InitializeParams()
+	if ip == nil {
+		return false
+	}
+	caps := ip.Capabilities
+	return caps == nil || caps.Sampling == nil && caps.Elicitation == nil
 }
 
 // acceptsBoth reports whether Accept lists application/json and

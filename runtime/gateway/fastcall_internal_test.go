@@ -1,12 +1,19 @@
 package gateway
 
-import "testing"
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 func TestValidID(t *testing.T) {
 	for id, want := range map[string]bool{
 		`"a-1"`: true, `""`: true, `7`: true, `-7`: true, `0`: true, `123456789012345`: true,
 		`1234567890123456`: false, // past float64's integers: go-sdk's to answer
-		`1.5`: false, `1e3`: false, `7-`: false, `null`: false, `{}`: false, `[1]`: false, `true`: false, ``: false,
+		`1.5`:              false, `1e3`: false, `7-`: false, `null`: false, `{}`: false, `[1]`: false, `true`: false, ``: false,
 	} {
 		if got := validID([]byte(id)); got != want {
 			t.Errorf("validID(%s) = %v, want %v", id, got, want)
@@ -31,6 +38,63 @@ func TestAcceptsBoth(t *testing.T) {
 	} {
 		if got := acceptsBoth(tc.accept); got != tc.want {
 			t.Errorf("acceptsBoth(%q) = %v, want %v", tc.accept, got, tc.want)
+		}
+	}
+}
+
+// sessionOf connects a go-sdk client with options o to a server in memory
+// and returns the server's session.
+func sessionOf(t *testing.T, o *mcp.ClientOptions) *mcp.ServerSession {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, o).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return ss
+}
+
+func TestFastEligible(t *testing.T) {
+	plain := sessionOf(t, nil)
+	sampler := sessionOf(t, &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return nil, nil
+	}})
+	eliciter := sessionOf(t, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return nil, nil
+	}})
+	req := func(h map[string]string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range h {
+			r.Header.Set(k, v)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		ss   *mcp.ServerSession
+		h    map[string]string
+		want bool
+	}{
+		{"plain client", plain, nil, true},
+		{"its version", plain, map[string]string{"Mcp-Protocol-Version": "2025-11-25"}, true},
+		{"a version the gateway does not speak", plain, map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, false},
+		{"JSON with a charset", plain, map[string]string{"Content-Type": "application/json; charset=utf-8"}, true},
+		{"not JSON", plain, map[string]string{"Content-Type": "text/plain"}, false},
+		{"no event streams accepted", plain, map[string]string{"Accept": "application/json"}, false},
+		{"a client that samples", sampler, nil, false},
+		{"a client that elicits", eliciter, nil, false},
+		{"no session", nil, nil, false},
+	} {
+		if got := fastEligible(req(tc.h), tc.ss); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
