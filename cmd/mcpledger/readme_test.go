@@ -269,6 +269,67 @@ func TestShellWords(t *testing.T) {
 	}
 }
 
+// readmeOutputTag marks the README's blocks of what the steps print.
+const readmeOutputTag = "text first-five-minutes"
+
+// readmeShown is one line of output the README shows, as a pattern.
+type readmeShown struct {
+	line int
+	text string
+	re   *regexp.Regexp
+}
+
+// shownValue is what varies from one run to the next in a line the README
+// shows: a number, a duration, a session ID, a seq, a count.
+var shownValue = regexp.MustCompile(`[0-9][0-9a-f.:-]*(ms|s)?`)
+
+// readmeShownLines reads the lines of the README's output blocks (a line
+// "$ COMMAND" is the command, not output) and turns each into a pattern
+// of a whole output line: the README's example project directory stands
+// for the workspace, each value (shownValue) for any value, and runs of
+// spaces for any run of spaces.
+func readmeShownLines(readme, exampleDir, ws string) ([]readmeShown, error) {
+	var shown []readmeShown
+	in := false
+	sc := bufio.NewScanner(strings.NewReader(readme))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimRight(sc.Text(), " ")
+		switch {
+		case !in:
+			in = line == "```"+readmeOutputTag
+			continue
+		case line == "```":
+			in = false
+			continue
+		case line == "" || strings.HasPrefix(line, "$ "):
+			continue
+		}
+		var re strings.Builder
+		re.WriteString("^")
+		last := 0
+		for _, m := range shownValue.FindAllStringIndex(line, -1) {
+			re.WriteString(regexp.QuoteMeta(line[last:m[0]]))
+			re.WriteString(shownValue.String())
+			last = m[1]
+		}
+		re.WriteString(regexp.QuoteMeta(line[last:]) + "$")
+		p := strings.ReplaceAll(re.String(), regexp.QuoteMeta(exampleDir), regexp.QuoteMeta(ws))
+		p = spaces.ReplaceAllString(p, " +")
+		r, err := regexp.Compile(p)
+		if err != nil {
+			return nil, fmt.Errorf("README.md:%d: %w", n, err)
+		}
+		shown = append(shown, readmeShown{line: n, text: line, re: r})
+	}
+	if len(shown) == 0 {
+		return nil, fmt.Errorf("README.md has no %q block", readmeOutputTag)
+	}
+	return shown, nil
+}
+
+// readmeExampleDir is the project directory of the README's examples.
+const readmeExampleDir = "/home/me/src/project"
+
 // squeeze collapses runs of spaces, so a check does not depend on how a
 // table aligns its columns.
 var spaces = regexp.MustCompile(` +`)
@@ -353,8 +414,12 @@ func TestReadmeFirstFiveMinutes(t *testing.T) {
 		cmd.Dir, cmd.Env, cmd.WaitDelay = ws, env, 10*time.Second
 		return cmd
 	}
+	var printed []string // every line the steps printed
 	check := func(s readmeStep, c readmeCheck, out string) {
 		t.Helper()
+		for _, l := range strings.Split(out, "\n") {
+			printed = append(printed, strings.TrimRight(l, " "))
+		}
 		got := squeeze(out)
 		for _, w := range c.want {
 			if !strings.Contains(got, squeeze(expand(w))) {
@@ -457,6 +522,20 @@ func TestReadmeFirstFiveMinutes(t *testing.T) {
 			t.FailNow()
 		}
 	}
+	// What the README shows them print, they printed.
+	shown, err := readmeShownLines(readReadme(t), readmeExampleDir, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range shown {
+		found := false
+		for _, l := range printed {
+			found = found || sh.re.MatchString(l)
+		}
+		if !found {
+			t.Errorf("README.md:%d shows a line no step printed:\n%s\n(pattern %s)", sh.line, sh.text, sh.re)
+		}
+	}
 	page, err := os.ReadFile(filepath.Join(ws, "timeline.html"))
 	if err != nil {
 		t.Fatal(err)
@@ -465,5 +544,37 @@ func TestReadmeFirstFiveMinutes(t *testing.T) {
 		if !strings.Contains(string(page), w) {
 			t.Errorf("timeline.html lacks %q", w)
 		}
+	}
+}
+
+// TestReadmeShownLines: a line the README shows matches the line printed
+// with other values, column widths and the real workspace, and nothing
+// that differs in a word, a unit or the directory; every output block of
+// the README parses.
+func TestReadmeShownLines(t *testing.T) {
+	readme := "```" + readmeOutputTag + "\n$ mcpledger run\n 2.497s  everything       ready        13 tools\ntrusted /home/me/src/project (seq 15)\n```\n"
+	shown, err := readmeShownLines(readme, readmeExampleDir, "/tmp/ws")
+	if err != nil || len(shown) != 2 {
+		t.Fatalf("readmeShownLines: %v, %d lines", err, len(shown))
+	}
+	for _, tc := range []struct {
+		i    int
+		line string
+		want bool
+	}{
+		{0, "   13ms  everything ready 14 tools", true},
+		{0, "1m2.5s  everything  ready  13 tools", false},
+		{0, " 2.497s  everything       failed       13 tools", false},
+		{0, " 2.497s  everything       ready        13 tools and more", false},
+		{1, "trusted /tmp/ws (seq 2)", true},
+		{1, "trusted /home/me/src/project (seq 15)", false},
+		{1, "trusted /tmp/ws (seq x)", false},
+	} {
+		if got := shown[tc.i].re.MatchString(tc.line); got != tc.want {
+			t.Errorf("%q against %q: %v, want %v", shown[tc.i].text, tc.line, got, tc.want)
+		}
+	}
+	if _, err := readmeShownLines(readReadme(t), readmeExampleDir, "/tmp/ws"); err != nil {
+		t.Fatal(err)
 	}
 }
