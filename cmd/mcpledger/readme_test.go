@@ -454,9 +454,22 @@ func TestReadmeFirstFiveMinutes(t *testing.T) {
 	var run *exec.Cmd
 	var runErr *faultBuffer
 	t.Cleanup(func() {
-		if run != nil && run.ProcessState == nil {
-			_ = run.Process.Kill()
+		// A walk that failed with run running: stop it as Ctrl-C does, so
+		// that it stops its servers; kill it if it does not end.
+		if run == nil || run.ProcessState != nil {
+			return
+		}
+		done := make(chan struct{})
+		go func() {
 			_ = run.Wait()
+			close(done)
+		}()
+		_ = run.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = run.Process.Kill()
+			<-done
 		}
 	})
 	for i, s := range steps {
