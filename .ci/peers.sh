@@ -15,8 +15,9 @@ set -euo pipefail
 # interop tests assert (tool count, echo text, protocol version).
 peers=(
   "@modelcontextprotocol/server-everything@2026.8.31"
-  # the README's first five minutes (cmd/mcpledger/readme_test.go) adds it
-  # with npx, which finds this copy when run under this folder.
+  # the README's first five minutes (cmd/mcpledger/readme_test.go) runs it
+  # and server-everything with `npx -y`, as written: npx finds these copies,
+  # offline, through a node_modules symlink next to the test's project.
   "@modelcontextprotocol/server-filesystem@2026.8.31"
   "@modelcontextprotocol/inspector-cli@1.0.3"
   "@modelcontextprotocol/conformance@0.1.16"
