@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func readmeSteps(readme string, tags ...string) ([]readmeStep, error) {
 		line := strings.TrimSpace(sc.Text())
 		switch {
 		case !in:
-			in = strings.HasPrefix(line, "```") && contains(tags, line[3:])
+			in = strings.HasPrefix(line, "```") && slices.Contains(tags, line[3:])
 			continue
 		case line == "```":
 			in = false
@@ -61,14 +62,14 @@ func readmeSteps(readme string, tags ...string) ([]readmeStep, error) {
 			}
 			continue
 		}
-		args, text, err := shellWords(line)
+		args, text, err := readmeWords(line)
 		if err != nil {
 			return nil, fmt.Errorf("README.md:%d: %w", n, err)
 		}
 		if len(args) == 0 || args[0] != "mcpledger" && !(len(args) >= 2 && args[0] == "go" && args[1] == "install") {
 			return nil, fmt.Errorf("README.md:%d: %q: only mcpledger commands and go install can be walked", n, line)
 		}
-		detach := len(args) >= 2 && args[1] == "run" && !contains(args, "--once")
+		detach := len(args) >= 2 && args[1] == "run" && !slices.Contains(args, "--once")
 		steps = append(steps, readmeStep{line: n, text: text, args: args, detach: detach})
 	}
 	if in {
@@ -80,11 +81,11 @@ func readmeSteps(readme string, tags ...string) ([]readmeStep, error) {
 	return steps, nil
 }
 
-// shellWords splits a command line as sh does for plain words and
+// readmeWords splits a command line as sh does for plain words and
 // '...' quotes, drops a trailing # comment, and returns the words and
 // the command without the comment. Anything else sh would interpret
 // ($, ", \, `, |, ;, &, <, >, *, ?) is refused.
-func shellWords(line string) (words []string, text string, err error) {
+func readmeWords(line string) (words []string, text string, err error) {
 	var cur strings.Builder
 	inWord, quoted := false, false
 	end := len(line)
@@ -121,15 +122,6 @@ func shellWords(line string) (words []string, text string, err error) {
 		words = append(words, cur.String())
 	}
 	return words, strings.TrimSpace(line[:end]), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // readmeCheck is what the walk checks of one step. Output is compared
@@ -237,9 +229,9 @@ func TestReadmeSteps(t *testing.T) {
 	}
 }
 
-// TestShellWords pins what the walk runs for each way a README line can
+// TestReadmeWords pins what the walk runs for each way a README line can
 // be written, and what it refuses to run without a shell.
-func TestShellWords(t *testing.T) {
+func TestReadmeWords(t *testing.T) {
 	for _, tc := range []struct {
 		line, text string
 		words      []string
@@ -251,14 +243,14 @@ func TestShellWords(t *testing.T) {
 		{"mcpledger why a#b", "mcpledger why a#b", []string{"mcpledger", "why", "a#b"}},
 		{"mcpledger x ''", "mcpledger x ''", []string{"mcpledger", "x", ""}},
 	} {
-		words, text, err := shellWords(tc.line)
+		words, text, err := readmeWords(tc.line)
 		if err != nil || text != tc.text || strings.Join(words, "|") != strings.Join(tc.words, "|") || len(words) != len(tc.words) {
-			t.Errorf("shellWords(%q) = %q, %q, %v; want %q, %q", tc.line, words, text, err, tc.words, tc.text)
+			t.Errorf("readmeWords(%q) = %q, %q, %v; want %q, %q", tc.line, words, text, err, tc.words, tc.text)
 		}
 	}
 	for _, line := range []string{`mcpledger call t --args "{}"`, "mcpledger x $HOME", "mcpledger tools | head", "mcpledger x 'open", "mcpledger a; rm x", "mcpledger x > f"} {
-		if _, _, err := shellWords(line); err == nil {
-			t.Errorf("shellWords(%q): no error; the walk would run it differently from a shell", line)
+		if _, _, err := readmeWords(line); err == nil {
+			t.Errorf("readmeWords(%q): no error; the walk would run it differently from a shell", line)
 		}
 	}
 	tag := readmeTags[1]
@@ -279,14 +271,14 @@ type readmeShown struct {
 	re   *regexp.Regexp
 }
 
-// shownValue is what varies from one run to the next in a line the README
+// readmeValue is what varies from one run to the next in a line the README
 // shows: a number, a duration, a session ID, a seq, a count.
-var shownValue = regexp.MustCompile(`[0-9][0-9a-f.:-]*(ms|s)?`)
+var readmeValue = regexp.MustCompile(`[0-9][0-9a-f.:-]*(ms|s)?`)
 
 // readmeShownLines reads the lines of the README's output blocks (a line
 // "$ COMMAND" is the command, not output) and turns each into a pattern
 // of a whole output line: the README's example project directory stands
-// for the workspace, each value (shownValue) for any value, and runs of
+// for the workspace, each value (readmeValue) for any value, and runs of
 // spaces for any run of spaces.
 func readmeShownLines(readme, exampleDir, ws string) ([]readmeShown, error) {
 	var shown []readmeShown
@@ -307,14 +299,14 @@ func readmeShownLines(readme, exampleDir, ws string) ([]readmeShown, error) {
 		var re strings.Builder
 		re.WriteString("^")
 		last := 0
-		for _, m := range shownValue.FindAllStringIndex(line, -1) {
+		for _, m := range readmeValue.FindAllStringIndex(line, -1) {
 			re.WriteString(regexp.QuoteMeta(line[last:m[0]]))
-			re.WriteString(shownValue.String())
+			re.WriteString(readmeValue.String())
 			last = m[1]
 		}
 		re.WriteString(regexp.QuoteMeta(line[last:]) + "$")
 		p := strings.ReplaceAll(re.String(), regexp.QuoteMeta(exampleDir), regexp.QuoteMeta(ws))
-		p = spaces.ReplaceAllString(p, " +")
+		p = readmeSpaces.ReplaceAllString(p, " +")
 		r, err := regexp.Compile(p)
 		if err != nil {
 			return nil, fmt.Errorf("README.md:%d: %w", n, err)
@@ -330,11 +322,11 @@ func readmeShownLines(readme, exampleDir, ws string) ([]readmeShown, error) {
 // readmeExampleDir is the project directory of the README's examples.
 const readmeExampleDir = "/home/me/src/project"
 
-// squeeze collapses runs of spaces, so a check does not depend on how a
-// table aligns its columns.
-var spaces = regexp.MustCompile(` +`)
+// readmeSqueeze collapses runs of spaces, so that a check does not depend
+// on how a table aligns its columns.
+var readmeSpaces = regexp.MustCompile(` +`)
 
-func squeeze(s string) string { return spaces.ReplaceAllString(s, " ") }
+func readmeSqueeze(s string) string { return readmeSpaces.ReplaceAllString(s, " ") }
 
 // TestReadmeFirstFiveMinutes walks the README's install and first five
 // minutes, as written, the way a newcomer does. `go install` (from the
@@ -420,9 +412,9 @@ func TestReadmeFirstFiveMinutes(t *testing.T) {
 		for _, l := range strings.Split(out, "\n") {
 			printed = append(printed, strings.TrimRight(l, " "))
 		}
-		got := squeeze(out)
+		got := readmeSqueeze(out)
 		for _, w := range c.want {
-			if !strings.Contains(got, squeeze(expand(w))) {
+			if !strings.Contains(got, readmeSqueeze(expand(w))) {
 				t.Errorf("README.md:%d %s: the output lacks %q:\n%s", s.line, s.text, expand(w), out)
 			}
 		}
@@ -440,7 +432,7 @@ func TestReadmeFirstFiveMinutes(t *testing.T) {
 			out, _ := command(t.Context(), []string{"mcpledger", "status"}).Output()
 			ok := true
 			for _, n := range names {
-				ok = ok && strings.Contains(squeeze(string(out)), "\n"+n+" ready ")
+				ok = ok && strings.Contains(readmeSqueeze(string(out)), "\n"+n+" ready ")
 			}
 			if ok {
 				return
@@ -485,10 +477,10 @@ func TestReadmeFirstFiveMinutes(t *testing.T) {
 			// The first terminal: wait until run has said what the README
 			// shows (every server settled, the next command).
 			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				out := squeeze(runErr.String())
+				out := readmeSqueeze(runErr.String())
 				done := true
 				for _, w := range c.want {
-					done = done && strings.Contains(out, squeeze(expand(w)))
+					done = done && strings.Contains(out, readmeSqueeze(expand(w)))
 				}
 				if done {
 					break
