@@ -15,6 +15,10 @@ set -euo pipefail
 # interop tests assert (tool count, echo text, protocol version).
 peers=(
   "@modelcontextprotocol/server-everything@2026.8.31"
+  # the README's first five minutes (cmd/mcpledger/readme_test.go) runs it
+  # and server-everything with `npx -y`, as written: npx finds these copies,
+  # offline, through a node_modules symlink next to the test's project.
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
   "@modelcontextprotocol/inspector-cli@1.0.3"
   "@modelcontextprotocol/conformance@0.1.16"
   # conformance needs Node 22 (fs.globSync): run it with
