@@ -19,7 +19,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "mcpledger:", err)
+		fmt.Fprintln(os.Stderr, "mcpledger:", errorText(err))
 		os.Exit(exitCode(err))
 	}
 }

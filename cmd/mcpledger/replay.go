@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,7 +65,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(c.env.stdout).Encode(snap)
+		return writeJSON(c.env.stdout, snap, false)
 	}
 	w := c.env.stdout
 	fmt.Fprintf(w, "session %s after seq %d (%s)\n\n", snap.Session, snap.Seq, time.Unix(0, snap.Time).UTC().Format(time.RFC3339Nano))
@@ -295,7 +294,7 @@ func (c *WhyCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(c.env.stdout).Encode(ex)
+		return writeJSON(c.env.stdout, ex, false)
 	}
 	verdict := "was NOT in the catalog"
 	if ex.Available {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -78,9 +77,7 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 			rows[i].Started = time.Unix(0, rows[i].first).UTC().Format(time.RFC3339Nano)
 			rows[i].LastEvent = time.Unix(0, rows[i].last).UTC().Format(time.RFC3339Nano)
 		}
-		enc := json.NewEncoder(c.env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return writeJSON(c.env.stdout, rows, true)
 	}
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(c.env.stdout, "no sessions")
