@@ -246,6 +246,7 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 		return nil
 	}
 	t := newTable([]string{"SERVER", "STATE", "CONFIG", "LAST DECISION", "NOTE"})
+	st := c.env.styleFor(c.env.stdout)
 	now := time.Now()
 	for _, r := range rows {
 		last := "-"
@@ -259,7 +260,7 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 		if len(r.Withheld) > 0 {
 			note = append(note, "withheld tools (definition changed): "+strings.Join(r.Withheld, ", "))
 		}
-		t.add(r.Server, r.State, events.ShortHash(r.Hash), last, strings.Join(note, "; "))
+		t.add(r.Server, st.approval(r.State), events.ShortHash(r.Hash), last, strings.Join(note, "; "))
 	}
 	return t.write(c.env.stdout)
 }

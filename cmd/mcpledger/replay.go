@@ -69,7 +69,7 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 	}
 	w := c.env.stdout
 	fmt.Fprintf(w, "session %s after seq %d (%s)\n\n", snap.Session, snap.Seq, time.Unix(0, snap.Time).UTC().Format(time.RFC3339Nano))
-	printStatus(w, snap.Status.Servers, time.Unix(0, snap.Time), "STATE")
+	printStatus(w, c.env.styleFor(w), snap.Status.Servers, time.Unix(0, snap.Time), "STATE")
 	fmt.Fprintf(w, "\ntools (%d):\n", len(snap.Catalog.Tools))
 	for _, t := range snap.Catalog.Tools {
 		mark := ""

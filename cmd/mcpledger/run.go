@@ -82,7 +82,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		settle(ctx, m)
 		stopWatch()
 		rows := m.Status()
-		printStatus(c.env.stdout, rows, time.Now(), "STATE")
+		printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), rows, time.Now(), "STATE")
 		verdict := onceVerdict(rows, cf.files)
 		ws := m.Snapshot().Config.Workspace
 		if _, none := verdict.(*nothingToRunError); !none && idleReason(rows, cf.files) != "" {

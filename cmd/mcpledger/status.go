@@ -64,7 +64,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	case res.Running:
 		fmt.Fprintf(c.env.stdout, "session %s (running)\n", res.Session)
 		printJournalHealth(c.env.stdout, res.Journal, now)
-		printStatus(c.env.stdout, res.Servers, now, "STATE")
+		printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), res.Servers, now, "STATE")
 		printConfigSection(c.env.stdout, res.Config)
 		printNextStep(c.env.stdout, res.Servers, res.Config.Workspace)
 		return nil
@@ -81,7 +81,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 			res.Session, formatTime(at.UnixNano()), now.Sub(at).Round(time.Second))
 	}
 	fmt.Fprintln(c.env.stdout, "its servers as they stood when it began to end:")
-	printStatus(c.env.stdout, res.Servers, now, "AT THE END")
+	printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), res.Servers, now, "AT THE END")
 	printConfigSection(c.env.stdout, res.Config)
 	printNextStep(c.env.stdout, res.Servers, res.Config.Workspace)
 	return nil
