@@ -43,7 +43,8 @@ type statusOut struct {
 func jsonShapes(t *testing.T) map[string]string {
 	t.Helper()
 	bin := runtimetest.BuildServer(t)
-	ws, _ := firstRunWorkspace(t, bin, "a")
+	ws, jp := firstRunWorkspace(t, bin, "a")
+	remote := write(t, filepath.Join(ws, "remote.json"), `{"mcpServers": {"remote": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}`)
 	steps := [][]string{
 		{"approve", "--trust", "--workspace", ws, "a"},
 		{"run", "--once", "--workspace", ws},
@@ -65,12 +66,14 @@ func jsonShapes(t *testing.T) map[string]string {
 		"get":       {"get", "a", "--workspace", ws},
 		"archive":   {"archive", "--older-than", "24h"},
 		"version":   {"version"},
+		"logout":    {"logout", "remote", "--mcp-config", remote},
+		"salvage":   {"salvage", jp, "-o", filepath.Join(ws, "salvaged.db")},
 	} {
 		r := runCLI(t, append(args, "--json")...)
 		if r.err != nil {
 			t.Fatalf("%s --json: %v\n%s", name, r.err, r.stderr)
 		}
-		out[name] = strings.ReplaceAll(r.stdout, ws, "$WS")
+		out[name] = strings.ReplaceAll(strings.ReplaceAll(r.stdout, ws, "$WS"), jp, "$JOURNAL")
 	}
 	return out
 }
@@ -157,10 +160,10 @@ func normaliseJSON(out string) string {
 	}{
 		{regexp.MustCompile(`"\d{4}-\d\d-\d\dT[0-9:.]+Z"`), `"<time>"`},
 		{regexp.MustCompile(`"([a-z_]+_ms)":\s*[0-9.e+-]+`), `"$1":"<ms>"`},
-		{regexp.MustCompile(`"(events_per_s|pid|bytes_before|bytes_after|seq|gpos|events|started)":\s*[0-9.e+-]+`), `"$1":"<n>"`},
+		{regexp.MustCompile(`"(events_per_s|pid|bytes_before|bytes_after|seq|gpos|events|started|kept|head_seq|leaf_pages)":\s*[0-9.e+-]+`), `"$1":"<n>"`},
 		{regexp.MustCompile(`sha256:[0-9a-f]+`), `sha256:<hash>`},
 		{regexp.MustCompile(`config [0-9a-f]{12}\b`), `config <hash>`},
-		{regexp.MustCompile(`"(version|commit|go|platform|commit_time|command|source|server_version|by)":\s*"[^"]*"`), `"$1":"<$1>"`},
+		{regexp.MustCompile(`"(version|commit|go|platform|commit_time|command|source|server_version|by|store)":\s*"[^"]*"`), `"$1":"<$1>"`},
 		{regexp.MustCompile(`(by )[^"]* \(cli\)`), `$1<user> (cli)`},
 		{regexp.MustCompile(`"dirty":\s*(true|false)`), `"dirty":"<dirty>"`},
 	} {
