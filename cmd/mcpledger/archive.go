@@ -66,7 +66,9 @@ func (c *ArchiveCommand) Run(ctx context.Context, args []string) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("no journal at %s; pass --journal PATH or set MCPLEDGER_JOURNAL", path)
 	}
+	prog := c.env.progress("archiving the sessions of "+path+" that ended over "+*older+" ago", progressAfter)
 	rep, err := c.env.archive(ctx, path, *to, time.Now().Add(-age))
+	prog.end()
 	if err != nil {
 		return err
 	}

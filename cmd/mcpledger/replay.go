@@ -196,6 +196,8 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	prog := c.env.progress("importing "+path+": reading and checking the export", progressAfter)
+	defer prog.end()
 	x, err := replay.ReadExport(fh, replay.ReadExportOptions{Unsealed: *unsealed, Signer: *signer})
 	fh.Close()
 	switch {
@@ -215,6 +217,7 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	if err := replay.VerifyEvents(evs); err != nil {
 		return fmt.Errorf("import %s: the session does not replay: %w", path, err)
 	}
+	prog.set("importing " + path + ": writing " + strconv.Itoa(len(evs)) + " events")
 	j, _, err := f.openWritable()
 	if err != nil {
 		return err
@@ -236,9 +239,11 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	} else if err != nil {
 		return err
 	}
+	prog.set("importing " + path + ": verifying the imported session")
 	if err := replay.Verify(ctx, j, sid); err != nil {
 		return fmt.Errorf("import %s: imported, but it does not verify from the journal: %w", path, err)
 	}
+	prog.end()
 	if x.Trailer == nil {
 		fmt.Fprintf(c.env.stdout, "imported session %s (%d events, verified; UNSEALED: edits to the file before this import cannot be detected)\n", sid, len(evs))
 		return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -100,5 +101,52 @@ func TestStyledTableAligned(t *testing.T) {
 				t.Errorf("%s does not start under its header (%d):\n%s\n%s", col, at, string(header), l)
 			}
 		}
+	}
+}
+
+// TestProgressLine: on a terminal's stderr, an operation that lasts
+// shows one line, rewritten in place (\r, clear) with its current stage,
+// and cleared at its end; an operation that ends first shows nothing;
+// off a terminal nothing is ever written and end returns at once.
+func TestProgressLine(t *testing.T) {
+	var w lockedBuffer
+	e := &env{stderr: &w, terminal: func(io.Writer) bool { return true }}
+	p := e.progress("reading", time.Millisecond)
+	for !strings.Contains(w.String(), "\r\x1b[Kreading (") {
+		time.Sleep(time.Millisecond)
+	}
+	p.set("writing")
+	p.end()
+	p.end() // twice is harmless
+	out := w.String()
+	if !strings.HasSuffix(out, "\r\x1b[K") || strings.Contains(out, "\n") {
+		t.Errorf("progress line: %q, want rewritten in place and cleared at the end", out)
+	}
+
+	var quick lockedBuffer
+	e = &env{stderr: &quick, terminal: func(io.Writer) bool { return true }}
+	e.progress("quick", time.Hour).end()
+	var piped lockedBuffer
+	e = &env{stderr: &piped}
+	p = e.progress("piped", 0)
+	time.Sleep(5 * time.Millisecond)
+	p.end()
+	if quick.String() != "" || piped.String() != "" {
+		t.Errorf("quick %q, piped %q: want nothing", quick.String(), piped.String())
+	}
+}
+
+// TestVerifyPipedHasNoProgress: verify, its stderr piped, writes nothing
+// there (the progress line is for terminals only).
+func TestVerifyPipedHasNoProgress(t *testing.T) {
+	ws, _ := firstRunWorkspace(t, runtimetest.BuildServer(t), "a")
+	for _, s := range [][]string{{"approve", "--trust", "--all", "--workspace", ws}, {"run", "--once", "--workspace", ws}} {
+		if r := runCLI(t, s...); r.err != nil {
+			t.Fatalf("%v: %v", s, r.err)
+		}
+	}
+	r := runCLI(t, "verify")
+	if r.err != nil || !strings.HasPrefix(r.stdout, "OK ") || r.stderr != "" {
+		t.Errorf("verify: %v\nstdout %q\nstderr %q", r.err, r.stdout, r.stderr)
 	}
 }
