@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
@@ -83,8 +83,7 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 		_, err := fmt.Fprintln(c.env.stdout, "no sessions")
 		return err
 	}
-	tw := tabwriter.NewWriter(c.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tKIND\tSTARTED\tLAST EVENT\tEVENTS\tSERVERS\tENDED")
+	t := newTable([]string{"SESSION", "KIND", "STARTED", "LAST EVENT", "EVENTS", "SERVERS", "ENDED"}, "EVENTS")
 	for _, r := range rows {
 		servers := strings.Join(r.Servers, ",")
 		if servers == "" {
@@ -94,9 +93,9 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 		if r.Reason != "" {
 			ended += " (" + r.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, dash(r.Kind), formatTime(r.first), formatTime(r.last), r.Events, servers, ended)
+		t.add(r.ID, dash(r.Kind), formatTime(r.first), formatTime(r.last), strconv.FormatUint(r.Events, 10), servers, ended)
 	}
-	return tw.Flush()
+	return t.write(c.env.stdout)
 }
 
 // formatTime renders unix nanoseconds as UTC RFC 3339 with milliseconds.
