@@ -16,7 +16,8 @@ import (
 // after a real run: tools and approvals print a header row with their
 // columns aligned under it, tools --server keeps the servers named
 // (repeated or as a comma list), reject says "rejected", and a call's
-// log line shows its duration in human units, not duration_ns.
+// log line shows its duration in human units, not duration_ns; no line
+// of run --once, approve or call ends in spaces.
 func TestTextOutput(t *testing.T) {
 	bin := runtimetest.BuildServer(t)
 	ws, _ := firstRunWorkspace(t, bin, "a", "b")
@@ -25,8 +26,14 @@ func TestTextOutput(t *testing.T) {
 		{"run", "--once", "--workspace", ws},
 		{"call", "mcp__a__echo", "--args", `{"message":"hi"}`, "--workspace", ws},
 	} {
-		if r := runCLI(t, s...); r.err != nil {
+		r := runCLI(t, s...)
+		if r.err != nil {
 			t.Fatalf("%v: %v\n%s", s, r.err, r.stderr)
+		}
+		for _, l := range strings.Split(r.stdout+r.stderr, "\n") {
+			if strings.HasSuffix(l, " ") {
+				t.Errorf("%v: a line ends in spaces: %q", s, l)
+			}
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -237,7 +238,7 @@ func watchStates(m *rt.Manager, w io.Writer, tty bool) (startupDone, stop func()
 					line += "  " + s.Error
 					shownErr[s.Name] = s.Error
 				}
-				fmt.Fprintln(w, line)
+				fmt.Fprintln(w, strings.TrimRight(line, " "))
 			}
 			if live {
 				redraw()
