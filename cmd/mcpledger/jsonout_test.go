@@ -15,24 +15,38 @@ import (
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
-// statusOut is `status --json` as a client decodes it: its times are
-// RFC 3339 strings.
+// serverOut is a server's row of `status --json` (and `get --json`'s
+// status) as a client decodes it: its times are RFC 3339 strings.
+type serverOut struct {
+	Name           string             `json:"name"`
+	State          events.ServerState `json:"state"`
+	Reason         events.Reason      `json:"reason"`
+	Tools          int                `json:"tools"`
+	Attempt        int                `json:"attempt"`
+	Since          string             `json:"since"`
+	ConnectedSince string             `json:"connected_since"`
+	PID            int                `json:"pid"`
+}
+
+// statusOut is `status --json` as a client decodes it.
 type statusOut struct {
-	Session   string `json:"session"`
-	Running   bool   `json:"running"`
-	LastEvent string `json:"last_event"`
-	Ended     string `json:"ended"`
-	Reason    string `json:"reason"`
-	Servers   []struct {
-		Name           string             `json:"name"`
-		State          events.ServerState `json:"state"`
-		Reason         events.Reason      `json:"reason"`
-		Tools          int                `json:"tools"`
-		Since          string             `json:"since"`
-		ConnectedSince string             `json:"connected_since"`
-		PID            int                `json:"pid"`
-	} `json:"servers"`
-	Config projections.ConfigView `json:"config"`
+	Session   string                 `json:"session"`
+	Running   bool                   `json:"running"`
+	LastEvent string                 `json:"last_event"`
+	Ended     string                 `json:"ended"`
+	Reason    string                 `json:"reason"`
+	Servers   []serverOut            `json:"servers"`
+	Config    projections.ConfigView `json:"config"`
+}
+
+// getOut is `get --json` as a client decodes it.
+type getOut struct {
+	Name     string               `json:"name"`
+	Config   *events.ServerConfig `json:"config"`
+	Shadowed []string             `json:"shadowed"`
+	Status   *serverOut           `json:"status"`
+	Running  bool                 `json:"running"`
+	Session  string               `json:"session"`
 }
 
 // jsonShapes runs every command that prints --json against one real
