@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -154,9 +155,12 @@ func TestErrorText(t *testing.T) {
 	}
 }
 
-// TestReloadSaysDone: a control command's confirmation names the command
-// and its server, with no space before the colon when there is none.
-func TestReloadSaysDone(t *testing.T) {
+// TestRunningOutput: against a running mcpledger (the control socket),
+// a control command's confirmation names the command and its server,
+// with no space before the colon when there is none (reload: done), and
+// status and tools --json keep the format of the offline reading: RFC
+// 3339 times, tools with their input schemas, filtered by --server.
+func TestRunningOutput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs mcpledger in a process of its own")
 	}
@@ -174,5 +178,24 @@ func TestReloadSaysDone(t *testing.T) {
 		if r := runCLI(t, append(c.args, "--journal", jp)...); r.err != nil || r.stdout != c.want {
 			t.Errorf("%v: %v %q, want %q", c.args, r.err, r.stdout, c.want)
 		}
+	}
+	r := runCLI(t, "status", "--json", "--journal", jp)
+	checkJSONTimes(t, "status (running)", r.stdout)
+	var st statusOut
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || !st.Running || len(st.Servers) != 1 || st.Servers[0].Since == "" {
+		t.Errorf("status --json of the running mcpledger: %v %s", err, r.stdout)
+	}
+	var tools []toolRow
+	r = runCLI(t, "tools", "--json", "--server", "good", "--journal", jp)
+	if err := json.Unmarshal([]byte(r.stdout), &tools); err != nil || len(tools) == 0 {
+		t.Fatalf("tools --json of the running mcpledger: %v %s", err, r.stdout)
+	}
+	for _, tl := range tools {
+		if tl.Server != "good" || !json.Valid(tl.InputSchema) || !strings.Contains(string(tl.InputSchema), `"type":"object"`) {
+			t.Errorf("tool %s of %s: input schema %s", tl.Name, tl.Server, tl.InputSchema)
+		}
+	}
+	if r := runCLI(t, "tools", "--json", "--server", "other", "--journal", jp); r.stdout != "[]\n" {
+		t.Errorf("tools --json --server other: %q, want []", r.stdout)
 	}
 }
