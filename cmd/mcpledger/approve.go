@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -90,7 +89,7 @@ func (c *ApproveCommand) Run(ctx context.Context, args []string) error {
 				func() int64 { return time.Now().UnixNano() }); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.env.stdout, "%s: %sd by %s at config hash %s (workspace %s)\n", cfg.Name, verb, by, events.ShortHash(cfg.Hash), ws)
+			fmt.Fprintf(c.env.stdout, "%s: %s by %s at config hash %s (workspace %s)\n", cfg.Name, pastTense(verb), by, events.ShortHash(cfg.Hash), ws)
 		}
 	} else {
 		fmt.Fprintf(c.env.stdout, "no server of workspace %s waits for a decision\n", ws)
@@ -136,7 +135,7 @@ func (c *ApproveCommand) running(ctx context.Context, cl *control.Client, verb s
 		if err := cl.Do(ctx, control.Request{Op: verb, Name: name, By: by}, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.env.stdout, "%s: %sd by %s (the running mcpledger acted on it)\n", name, verb, by)
+		fmt.Fprintf(c.env.stdout, "%s: %s by %s (the running mcpledger acted on it)\n", name, pastTense(verb), by)
 	}
 	ws := st.Config.Workspace
 	if trust {
@@ -240,26 +239,30 @@ func (c *ApprovalsCommand) Run(ctx context.Context, args []string) error {
 		rows = []rt.ApprovalRow{}
 	}
 	if *asJSON {
-		return json.NewEncoder(c.env.stdout).Encode(rows)
+		return writeJSON(c.env.stdout, rows, false)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(c.env.stdout, "no gated servers (only a workspace's .mcp.json servers need approval)")
 		return nil
 	}
+	t := newTable([]string{"SERVER", "STATE", "CONFIG", "LAST DECISION", "NOTE"})
+	st := c.env.styleFor(c.env.stdout)
+	now := time.Now()
 	for _, r := range rows {
-		line := fmt.Sprintf("%-20s %-9s %s", r.Server, r.State, events.ShortHash(r.Hash))
+		last := "-"
 		if r.Decision != "" {
-			line += fmt.Sprintf("  last: %s by %s at %s for %s", r.Decision, r.By, time.Unix(0, r.At).UTC().Format(time.RFC3339), events.ShortHash(r.DecidedHash))
+			last = fmt.Sprintf("%s by %s %s ago for %s", pastTense(r.Decision), r.By, humanAge(now.Sub(time.Unix(0, r.At))), events.ShortHash(r.DecidedHash))
 		}
+		var note []string
 		if len(r.Changed) > 0 {
-			line += "  changed: " + strings.Join(r.Changed, ", ")
+			note = append(note, "changed: "+strings.Join(r.Changed, ", "))
 		}
 		if len(r.Withheld) > 0 {
-			line += "  withheld tools (definition changed): " + strings.Join(r.Withheld, ", ")
+			note = append(note, "withheld tools (definition changed): "+strings.Join(r.Withheld, ", "))
 		}
-		fmt.Fprintln(c.env.stdout, line)
+		t.add(r.Server, st.approval(r.State), events.ShortHash(r.Hash), last, strings.Join(note, "; "))
 	}
-	return nil
+	return t.write(c.env.stdout)
 }
 
 // offline computes the rows from the config files and the journal's
@@ -301,4 +304,12 @@ func (c *ApprovalsCommand) offline(ctx context.Context, f *commandFlags, cf *con
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// pastTense is the past tense of verb, approve or reject.
+func pastTense(verb string) string {
+	if strings.HasSuffix(verb, "e") {
+		return verb + "d"
+	}
+	return verb + "ed"
 }

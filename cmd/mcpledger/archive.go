@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -37,7 +36,7 @@ type archiveReport struct {
 	Kept        int      `json:"kept"`
 	BytesBefore int64    `json:"bytes_before"`
 	BytesAfter  int64    `json:"bytes_after"`
-	Seconds     float64  `json:"seconds"`
+	DurationMs  float64  `json:"duration_ms"` // how long it took
 	EventsPerS  float64  `json:"events_per_s,omitempty"`
 	// Blocked says why older sessions stayed: the oldest session that
 	// is still running, interrupted or recent, and ahead of them.
@@ -67,14 +66,14 @@ func (c *ArchiveCommand) Run(ctx context.Context, args []string) error {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("no journal at %s; pass --journal PATH or set MCPLEDGER_JOURNAL", path)
 	}
+	prog := c.env.progress("archiving the sessions of "+path+" that ended over "+*older+" ago", progressAfter)
 	rep, err := c.env.archive(ctx, path, *to, time.Now().Add(-age))
+	prog.end()
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(c.env.stdout, rep, true)
 	}
 	_, err = fmt.Fprintln(c.env.stdout, rep.summary())
 	return err
@@ -88,8 +87,8 @@ func (r archiveReport) summary() string {
 		}
 		return s
 	}
-	s := fmt.Sprintf("archived %d sessions (%d events) to %s in %.2f s (%.0f events/s); the journal went from %s to %s",
-		len(r.Sessions), r.Events, r.Archive, r.Seconds, r.EventsPerS, mib(r.BytesBefore), mib(r.BytesAfter))
+	s := fmt.Sprintf("archived %d sessions (%d events) to %s in %s (%.0f events/s); the journal went from %s to %s",
+		len(r.Sessions), r.Events, r.Archive, humanDuration(time.Duration(r.DurationMs*float64(time.Millisecond))), r.EventsPerS, mib(r.BytesBefore), mib(r.BytesAfter))
 	if r.Blocked != "" {
 		s += "\n" + r.Blocked
 	}
@@ -160,7 +159,7 @@ func (e *env) archive(ctx context.Context, path, dir string, cutoff time.Time) (
 	j.Close()
 	rep.Blocked, rep.Kept = blocked, sessions
 	rep.BytesBefore, rep.BytesAfter = sizeOf(path), sizeOf(path)
-	rep.Seconds = time.Since(t0).Seconds()
+	rep.DurationMs = time.Since(t0).Seconds() * 1000
 	return rep, err
 }
 
@@ -201,9 +200,10 @@ func (e *env) archiveThrough(ctx context.Context, path, dir string, cutoff time.
 	}
 	rep.Kept, rep.Blocked = kept, blocked
 	rep.BytesAfter = res.SizeAfter
-	rep.Seconds = time.Since(t0).Seconds()
-	if rep.Seconds > 0 {
-		rep.EventsPerS = float64(res.Through-res.From+1) / rep.Seconds
+	took := time.Since(t0)
+	rep.DurationMs = took.Seconds() * 1000
+	if took > 0 {
+		rep.EventsPerS = float64(res.Through-res.From+1) / took.Seconds()
 	}
 	return rep, nil
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,7 +48,7 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	// policy of ask); the journal records it as call.decided by
 	// "user:mcpledger call".
 	var out *rt.CallResult
-	defer c.waiting(tool)()
+	defer c.env.progress("waiting for "+tool+" (Ctrl-C cancels the call)", progressAfter).end()
 	if cl := f.control(); cl != nil {
 		var raw json.RawMessage
 		if err := cl.Do(ctx, control.Request{Op: "call", Name: tool, Args: argsJSON, By: "cli"}, &raw); err != nil {
@@ -135,43 +133,4 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 // verbatim, other blocks as JSON, bounded at the default MaxResultChars.
 func printResult(e *env, res *mcp.CallToolResult) {
 	fmt.Fprintln(e.stdout, guard.RenderResult(res, guard.DefaultMaxResultChars).Text)
-}
-
-// waitingAfter is how long a call runs before call says, on a terminal,
-// that it is waiting.
-const waitingAfter = time.Second
-
-// waiting shows, on a terminal's stderr, that the call of tool is still
-// waiting once it has taken waitingAfter, with the time so far and how to
-// cancel it, until the returned func is called (which clears the line).
-func (c *CallCommand) waiting(tool string) (done func()) {
-	w := c.env.stderr
-	if !isTerminal(w) {
-		return func() {}
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t0 := time.Now()
-		tick := time.NewTimer(waitingAfter)
-		defer tick.Stop()
-		shown := false
-		for {
-			select {
-			case <-stop:
-				if shown {
-					fmt.Fprint(w, "\r\033[K")
-				}
-				return
-			case <-tick.C:
-				fmt.Fprintf(w, "\r\033[Kwaiting for %s: %s (Ctrl-C cancels the call)", tool, time.Since(t0).Round(time.Second))
-				shown = true
-				tick.Reset(time.Second)
-			}
-		}
-	})
-	return func() {
-		close(stop)
-		wg.Wait()
-	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
-	"github.com/mcpledger/mcpledger/runtime/control"
 	"github.com/mcpledger/mcpledger/store"
 )
 
@@ -208,7 +207,7 @@ func TestRunOnceSkippedReasons(t *testing.T) {
 		t.Errorf("status: %v\n%s\nwant it to end with\n%s", r.err, r.stdout, want)
 	}
 	r = runCLI(t, "status", "--json")
-	var st statusResult
+	var st statusOut
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatal(err, r.stdout)
 	}
@@ -262,7 +261,7 @@ func TestDuplicateAcrossConfigFiles(t *testing.T) {
 		t.Errorf("journaled servers %+v shadowed %+v, want x from %s and %+v", got.Servers, got.Shadowed, one, want)
 	}
 	r = runCLI(t, "status", "--json")
-	var st statusResult
+	var st statusOut
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatal(err, r.stdout)
 	}
@@ -345,13 +344,13 @@ func TestRunReportsSkippedLive(t *testing.T) {
 		!strings.Contains(stderr.String(), "mcpledger keeps running: it reloads when a config file changes, and on `mcpledger reload`") {
 		t.Errorf("start: stderr\n%s", stderr.String())
 	}
-	status := func() control.StatusResult {
+	status := func() statusOut {
 		r := runCLI(t, "status", "--json", "--journal", jp)
-		var st statusResult
+		var st statusOut
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || !st.Running {
 			t.Fatalf("status --json: %v running %v %s", err, st.Running, r.stdout)
 		}
-		return st.StatusResult
+		return st
 	}
 	if got := status().Config.Skipped; len(got) != 1 || got[0].Name != "grpc" {
 		t.Errorf("running status: skipped %+v", got)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	rt "github.com/mcpledger/mcpledger/runtime"
@@ -64,7 +65,7 @@ func (c *ControlCommand) Run(ctx context.Context, args []string) error {
 	if err := cl.Do(ctx, req, nil); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.env.stdout, "%s %s: done\n", c.op, name)
+	fmt.Fprintln(c.env.stdout, strings.TrimSpace(c.op+" "+name)+": done")
 	return nil
 }
 

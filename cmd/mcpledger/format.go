@@ -101,8 +101,14 @@ func writeObject(sb *strings.Builder, b []byte, braces bool) {
 		if isEmpty(raw) {
 			continue
 		}
+		key := kt.(string)
 		var val strings.Builder
-		writeValue(&val, raw)
+		if k, v, ok := humanField(key, raw); ok {
+			key = k
+			val.WriteString(v)
+		} else {
+			writeValue(&val, raw)
+		}
 		if val.String() == "{}" { // an object whose fields are all empty
 			continue
 		}
@@ -110,13 +116,34 @@ func writeObject(sb *strings.Builder, b []byte, braces bool) {
 			sb.WriteByte(' ')
 		}
 		first = false
-		sb.WriteString(kt.(string))
+		sb.WriteString(key)
 		sb.WriteByte('=')
 		sb.WriteString(val.String())
 	}
 	if braces {
 		sb.WriteByte('}')
 	}
+}
+
+// humanField is humanKey for a field's JSON value, a number or (for the
+// lists of instants) an array of numbers.
+func humanField(key string, raw json.RawMessage) (string, string, bool) {
+	if raw[0] != '[' {
+		return humanKey(key, string(raw))
+	}
+	var items []json.Number
+	if !logInstantKeys[key] || json.Unmarshal(raw, &items) != nil {
+		return "", "", false
+	}
+	parts := make([]string, len(items))
+	for i, it := range items {
+		_, v, ok := humanKey(key, it.String())
+		if !ok {
+			return "", "", false
+		}
+		parts[i] = v
+	}
+	return key, "[" + strings.Join(parts, ",") + "]", true
 }
 
 func writeValue(sb *strings.Builder, raw json.RawMessage) {

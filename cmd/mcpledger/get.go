@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -63,7 +62,7 @@ func (c *GetCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(c.env.stdout).Encode(res)
+		return writeJSON(c.env.stdout, res, false)
 	}
 	if res.Config == nil && res.Status == nil {
 		return fmt.Errorf("no server %q: no config source defines it (%s), and the journal has no status for it; add it with mcpledger add %s -- COMMAND [ARGS...]",

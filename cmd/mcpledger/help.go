@@ -62,8 +62,9 @@ Commands:
         supervise the configured servers and serve them to any MCP client as one
         server (the gateway): namespaced tools, resources and prompts, every call
         journaled with the client's identity
-  status | tools [--json]
-        servers and tools of the running mcpledger, or of the last session
+  status | tools [--server NAME]... [--json]
+        servers and tools of the running mcpledger, or of the last session;
+        tools --json includes each tool's input and output schemas
   call TOOL [--args JSON|@FILE|-] [--json]
         call a tool (through the running mcpledger, or in a one-shot session);
         --args @FILE or - reads the arguments from a file or standard input

@@ -52,8 +52,7 @@ func TestCLIProcess(t *testing.T) {
 	err := run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "mcpledger:", err)
-		os.Exit(exitCode(err))
+		os.Exit(reportError(os.Stderr, err))
 	}
 	os.Exit(0)
 }

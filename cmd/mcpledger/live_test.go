@@ -523,7 +523,7 @@ func TestLastIsTheAgentsSession(t *testing.T) {
 	if st.err != nil || !strings.Contains(st.stdout, "session "+run+" ended ") || !strings.Contains(st.stdout, "no mcpledger is running") || !strings.Contains(st.stdout, "AT THE END") {
 		t.Errorf("status with nothing running:\n%s%v", st.stdout, st.err)
 	}
-	var js statusResult
+	var js statusOut
 	if err := json.Unmarshal([]byte(runCLI(t, "status", "--json", "--journal", jp).stdout), &js); err != nil || js.Running || js.Session != run || js.Ended == "" {
 		t.Errorf("status --json: %+v, %v", js, err)
 	}

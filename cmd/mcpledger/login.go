@@ -128,9 +128,7 @@ func (c *AuthCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("%s %s: %w", op, name, opErr)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(c.env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(c.env.stdout, res, true)
 	}
 	c.print(res)
 	return nil

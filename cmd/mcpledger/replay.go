@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,11 +65,11 @@ func (c *ReplayCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(c.env.stdout).Encode(snap)
+		return writeJSON(c.env.stdout, snap, false)
 	}
 	w := c.env.stdout
 	fmt.Fprintf(w, "session %s after seq %d (%s)\n\n", snap.Session, snap.Seq, time.Unix(0, snap.Time).UTC().Format(time.RFC3339Nano))
-	printStatus(w, snap.Status.Servers, time.Unix(0, snap.Time), "STATE")
+	printStatus(w, c.env.styleFor(w), snap.Status.Servers, time.Unix(0, snap.Time), "STATE")
 	fmt.Fprintf(w, "\ntools (%d):\n", len(snap.Catalog.Tools))
 	for _, t := range snap.Catalog.Tools {
 		mark := ""
@@ -197,6 +196,8 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	prog := c.env.progress("importing "+path+": reading and checking the export", progressAfter)
+	defer prog.end()
 	x, err := replay.ReadExport(fh, replay.ReadExportOptions{Unsealed: *unsealed, Signer: *signer})
 	fh.Close()
 	switch {
@@ -216,6 +217,7 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	if err := replay.VerifyEvents(evs); err != nil {
 		return fmt.Errorf("import %s: the session does not replay: %w", path, err)
 	}
+	prog.set("importing " + path + ": writing " + strconv.Itoa(len(evs)) + " events")
 	j, _, err := f.openWritable()
 	if err != nil {
 		return err
@@ -237,9 +239,11 @@ func (c *ImportCommand) Run(ctx context.Context, args []string) error {
 	} else if err != nil {
 		return err
 	}
+	prog.set("importing " + path + ": verifying the imported session")
 	if err := replay.Verify(ctx, j, sid); err != nil {
 		return fmt.Errorf("import %s: imported, but it does not verify from the journal: %w", path, err)
 	}
+	prog.end()
 	if x.Trailer == nil {
 		fmt.Fprintf(c.env.stdout, "imported session %s (%d events, verified; UNSEALED: edits to the file before this import cannot be detected)\n", sid, len(evs))
 		return nil
@@ -295,7 +299,7 @@ func (c *WhyCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(c.env.stdout).Encode(ex)
+		return writeJSON(c.env.stdout, ex, false)
 	}
 	verdict := "was NOT in the catalog"
 	if ex.Available {

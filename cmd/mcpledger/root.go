@@ -34,6 +34,10 @@ type env struct {
 	// journal is the journal path the command resolved (journalPath), for
 	// the hint on a damaged one (damagedHint).
 	journal string
+	// terminal reports whether a writer is a terminal, where text output
+	// takes colour and health marks (styleFor); nil is isTerminal. Tests
+	// set it to fake one.
+	terminal func(io.Writer) bool
 	// describe, when set, makes commandFlags.Parse hand it the command's
 	// flag set and stop the command (describeCommand).
 	describe func(*commandFlags)

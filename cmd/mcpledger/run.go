@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,7 +83,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		settle(ctx, m)
 		stopWatch()
 		rows := m.Status()
-		printStatus(c.env.stdout, rows, time.Now(), "STATE")
+		printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), rows, time.Now(), "STATE")
 		verdict := onceVerdict(rows, cf.files)
 		ws := m.Snapshot().Config.Workspace
 		if _, none := verdict.(*nothingToRunError); !none && idleReason(rows, cf.files) != "" {
@@ -237,7 +238,7 @@ func watchStates(m *rt.Manager, w io.Writer, tty bool) (startupDone, stop func()
 					line += "  " + s.Error
 					shownErr[s.Name] = s.Error
 				}
-				fmt.Fprintln(w, line)
+				fmt.Fprintln(w, strings.TrimRight(line, " "))
 			}
 			if live {
 				redraw()

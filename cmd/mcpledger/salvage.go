@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,9 +144,7 @@ func writeSalvageJSON(w io.Writer, rep store.SalvageReport) error {
 		out.PerSession = append(out.PerSession, salvageSessionJSON{Session: s.Session.String(), Kept: s.Kept, HeadSeq: s.HeadSeq,
 			FirstLost: s.FirstLost, Reason: s.Reason, Stranded: s.Stranded})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return writeJSON(w, out, true)
 }
 
 // damagedHint adds to err, a command's error on the journal at path that

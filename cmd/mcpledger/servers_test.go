@@ -35,13 +35,13 @@ func serversEnv(t *testing.T) (home, ws, jp string) {
 }
 
 // getJSON runs get NAME --json.
-func getJSON(t *testing.T, ws, name string) getResult {
+func getJSON(t *testing.T, ws, name string) getOut {
 	t.Helper()
 	r := runCLI(t, "get", name, "--json", "--workspace", ws)
 	if r.err != nil {
 		t.Fatalf("get %s: %v %s", name, r.err, r.stderr)
 	}
-	var res getResult
+	var res getOut
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("get --json: %v %s", err, r.stdout)
 	}
@@ -135,7 +135,7 @@ func TestAddHotReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor := func(what string, ok func(getResult) bool, name string) {
+	waitFor := func(what string, ok func(getOut) bool, name string) {
 		t.Helper()
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 			res := getJSON(t, ws, name)
@@ -147,7 +147,7 @@ func TestAddHotReload(t *testing.T) {
 			}
 		}
 	}
-	ready := func(r getResult) bool { return r.Status != nil && r.Status.State == "ready" }
+	ready := func(r getOut) bool { return r.Status != nil && r.Status.State == "ready" }
 	waitFor("first never ready", ready, "first")
 	r := runCLI(t, "add", "second", "--workspace", ws, "--", bin)
 	if r.err != nil || !strings.Contains(r.stdout, "reloads its config by itself") {
@@ -157,7 +157,7 @@ func TestAddHotReload(t *testing.T) {
 	if r := runCLI(t, "remove", "second", "--workspace", ws); r.err != nil {
 		t.Fatal(r.err)
 	}
-	waitFor("second still configured after remove", func(r getResult) bool {
+	waitFor("second still configured after remove", func(r getOut) bool {
 		return r.Config == nil && (r.Status == nil || r.Status.State == "stopped")
 	}, "second")
 	stopRun(t, cmd)

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
@@ -78,16 +77,13 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 			rows[i].Started = time.Unix(0, rows[i].first).UTC().Format(time.RFC3339Nano)
 			rows[i].LastEvent = time.Unix(0, rows[i].last).UTC().Format(time.RFC3339Nano)
 		}
-		enc := json.NewEncoder(c.env.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+		return writeJSON(c.env.stdout, rows, true)
 	}
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(c.env.stdout, "no sessions")
 		return err
 	}
-	tw := tabwriter.NewWriter(c.env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tKIND\tSTARTED\tLAST EVENT\tEVENTS\tSERVERS\tENDED")
+	t := newTable([]string{"SESSION", "KIND", "STARTED", "LAST EVENT", "EVENTS", "SERVERS", "ENDED"}, "EVENTS")
 	for _, r := range rows {
 		servers := strings.Join(r.Servers, ",")
 		if servers == "" {
@@ -97,9 +93,9 @@ func (c *SessionsCommand) Run(ctx context.Context, args []string) error {
 		if r.Reason != "" {
 			ended += " (" + r.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, dash(r.Kind), formatTime(r.first), formatTime(r.last), r.Events, servers, ended)
+		t.add(r.ID, dash(r.Kind), formatTime(r.first), formatTime(r.last), strconv.FormatUint(r.Events, 10), servers, ended)
 	}
-	return tw.Flush()
+	return t.write(c.env.stdout)
 }
 
 // formatTime renders unix nanoseconds as UTC RFC 3339 with milliseconds.

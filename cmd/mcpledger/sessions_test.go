@@ -17,8 +17,8 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("want a header and 2 sessions, got:\n%s", r.stdout)
 	}
 	for i, want := range []struct{ id, fields string }{
-		{f.stopped.String(), "2025-05-07T14:02:00.000Z  2025-05-07T14:02:04.000Z  5       fs,github  stopped (shutdown)"},
-		{f.live.String(), "2025-05-07T14:02:10.000Z  2025-05-07T14:02:11.000Z  2       github     running or interrupted"},
+		{f.stopped.String(), "2025-05-07T14:02:00.000Z  2025-05-07T14:02:04.000Z       5  fs,github  stopped (shutdown)"},
+		{f.live.String(), "2025-05-07T14:02:10.000Z  2025-05-07T14:02:11.000Z       2  github     running or interrupted"},
 	} {
 		if line := lines[i+1]; !strings.HasPrefix(line, want.id) || !strings.HasSuffix(line, want.fields) {
 			t.Errorf("line %d = %q, want %s … %s", i+1, line, want.id, want.fields)

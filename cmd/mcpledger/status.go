@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 		res.Servers = []projections.ServerStatus{}
 	}
 	if *asJSON {
-		return json.NewEncoder(c.env.stdout).Encode(res)
+		return writeJSON(c.env.stdout, res, false)
 	}
 	now := time.Now()
 	switch {
@@ -63,7 +64,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	case res.Running:
 		fmt.Fprintf(c.env.stdout, "session %s (running)\n", res.Session)
 		printJournalHealth(c.env.stdout, res.Journal, now)
-		printStatus(c.env.stdout, res.Servers, now, "STATE")
+		printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), res.Servers, now, "STATE")
 		printConfigSection(c.env.stdout, res.Config)
 		printNextStep(c.env.stdout, res.Servers, res.Config.Workspace)
 		return nil
@@ -80,7 +81,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 			res.Session, formatTime(at.UnixNano()), now.Sub(at).Round(time.Second))
 	}
 	fmt.Fprintln(c.env.stdout, "its servers as they stood when it began to end:")
-	printStatus(c.env.stdout, res.Servers, now, "AT THE END")
+	printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), res.Servers, now, "AT THE END")
 	printConfigSection(c.env.stdout, res.Config)
 	printNextStep(c.env.stdout, res.Servers, res.Config.Workspace)
 	return nil
@@ -127,12 +128,17 @@ type toolRow struct {
 	Tool        string `json:"tool"`
 	Description string `json:"description"`
 	Deferred    bool   `json:"deferred"`
+	// InputSchema and OutputSchema are the tool's JSON Schemas as the
+	// server listed them (an output schema only if it has one).
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // Run parses args and prints the catalog.
 func (c *ToolsCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("tools", "[--json]")
-	asJSON := f.Bool("json", false, `print [{"name","server","tool","description","deferred"}]`)
+	f := c.env.newCommandFlags("tools", "[--server NAME]... [--json]")
+	asJSON := f.Bool("json", false, `print [{"name","server","tool","description","deferred","input_schema","output_schema"}]`)
+	only := f.StringSlice("server", nil, "list only the tools of server `NAME` (repeat it, or give a comma list)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -150,27 +156,51 @@ func (c *ToolsCommand) Run(ctx context.Context, args []string) error {
 		v := last.set.Catalog.View()
 		entries, unavailable = v.Tools, v.Unavailable
 	}
+	keep := func(server string) bool { return len(*only) == 0 || slices.Contains(*only, server) }
 	rows := make([]toolRow, 0, len(entries))
 	for _, e := range entries {
-		rows = append(rows, toolRow{Name: e.Name, Server: e.Server, Tool: e.Tool, Description: e.Description, Deferred: e.Deferred})
+		if keep(e.Server) {
+			rows = append(rows, toolRow{Name: e.Name, Server: e.Server, Tool: e.Tool, Description: e.Description, Deferred: e.Deferred,
+				InputSchema: schema(e.InputSchema), OutputSchema: schema(e.OutputSchema)})
+		}
 	}
 	if *asJSON {
-		return json.NewEncoder(c.env.stdout).Encode(rows)
+		return writeJSON(c.env.stdout, rows, false)
 	}
-	for _, r := range rows {
-		mark := ""
-		if r.Deferred {
-			mark = " (deferred: server still connecting)"
+	if len(rows) > 0 {
+		t := newTable([]string{"TOOL", "DESCRIPTION"})
+		for _, r := range rows {
+			desc := firstLine(r.Description)
+			if r.Deferred {
+				desc += " (deferred: server still connecting)"
+			}
+			t.add(r.Name, desc)
 		}
-		fmt.Fprintf(c.env.stdout, "%-48s %s%s\n", r.Name, firstLine(r.Description), mark)
+		t.write(c.env.stdout)
 	}
+	shown := 0
 	for _, u := range unavailable {
-		fmt.Fprintf(c.env.stdout, "unavailable: %s is %s (%s) %s\n", u.Server, u.State, dash(string(u.Reason)), rt.Recovery(u.Server, u.Reason, u.State))
+		if keep(u.Server) {
+			shown++
+			fmt.Fprintf(c.env.stdout, "unavailable: %s is %s (%s) %s\n", u.Server, u.State, dash(string(u.Reason)), rt.Recovery(u.Server, u.Reason, u.State))
+		}
 	}
-	if len(rows) == 0 && len(unavailable) == 0 {
-		fmt.Fprintln(c.env.stdout, "no tools")
+	if len(rows) == 0 && shown == 0 {
+		if len(*only) > 0 {
+			fmt.Fprintf(c.env.stdout, "no tools of %s\n", strings.Join(*only, ", "))
+		} else {
+			fmt.Fprintln(c.env.stdout, "no tools")
+		}
 	}
 	return nil
+}
+
+// schema is a catalog entry's schema text as raw JSON, nil for none.
+func schema(s string) json.RawMessage {
+	if s == "" || !json.Valid([]byte(s)) {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 func firstLine(s string) string {

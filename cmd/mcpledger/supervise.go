@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -179,7 +180,7 @@ func buildID() string {
 // printStatus writes a table of one line per server: name, state,
 // reason, transport, tools, attempt, since, error; its columns as wide as
 // their content.
-func printStatus(w interface{ Write([]byte) (int, error) }, rows []projections.ServerStatus, now time.Time, stateColumn string) {
+func printStatus(w io.Writer, st style, rows []projections.ServerStatus, now time.Time, stateColumn string) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no servers")
 		return
@@ -190,7 +191,7 @@ func printStatus(w interface{ Write([]byte) (int, error) }, rows []projections.S
 		if s.Since > 0 {
 			since = now.Sub(time.Unix(0, s.Since)).Round(time.Second).String()
 		}
-		t.add(s.Name, string(s.State), dash(string(s.Reason)), string(s.Transport), strconv.Itoa(s.Tools), strconv.Itoa(s.Attempt), since, s.Error)
+		t.add(s.Name, st.state(s.State), dash(string(s.Reason)), string(s.Transport), strconv.Itoa(s.Tools), strconv.Itoa(s.Attempt), since, s.Error)
 	}
 	t.write(w)
 	for _, s := range rows {

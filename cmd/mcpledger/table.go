@@ -37,14 +37,14 @@ func (t *table) write(w io.Writer) error {
 	width := make([]int, len(t.right))
 	for _, r := range t.rows {
 		for i, c := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
+			width[i] = max(width[i], visibleWidth(c))
 		}
 	}
 	var sb strings.Builder
 	for _, r := range t.rows {
 		var line strings.Builder
 		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			pad := strings.Repeat(" ", width[i]-visibleWidth(c))
 			if t.right[i] {
 				line.WriteString(pad + c)
 			} else {
@@ -56,4 +56,13 @@ func (t *table) write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// visibleWidth is how many columns s takes on screen: its runes, less
+// its colour escapes.
+func visibleWidth(s string) int {
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = sgrRE.ReplaceAllString(s, "")
+	}
+	return utf8.RuneCountInString(s)
 }

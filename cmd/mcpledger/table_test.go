@@ -22,7 +22,7 @@ func TestStatusTableAligned(t *testing.T) {
 		{Name: "b", State: events.StateReconnecting, Reason: events.Reason("a_reason_longer_than_any_known_one"), Transport: events.TransportSSE, Attempt: 2},
 	}
 	var sb strings.Builder
-	printStatus(&sb, rows, now, "AT THE END")
+	printStatus(&sb, style{}, rows, now, "AT THE END")
 	lines := strings.Split(strings.TrimSuffix(sb.String(), "\n"), "\n")
 	if len(lines) != 4 {
 		t.Fatalf("want a header and 3 rows, got:\n%s", sb.String())

@@ -46,6 +46,8 @@ func (c *VerifyCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer j.Close()
+	prog := c.env.progress("verifying "+j.Path()+": digests and indexes", progressAfter)
+	defer prog.end()
 	rep, err := j.Verify(ctx)
 	if err != nil {
 		return fmt.Errorf("journal %s is damaged (%d sessions and %d events checked before): %w",
@@ -57,11 +59,13 @@ func (c *VerifyCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range sessions {
+	for i, s := range sessions {
+		prog.set(fmt.Sprintf("verifying %s: replaying session %d of %d", j.Path(), i+1, len(sessions)))
 		if err := replay.Verify(ctx, j, s.Session); err != nil {
 			return fmt.Errorf("journal %s: session %s does not replay: %w", j.Path(), s.Session, err)
 		}
 	}
+	prog.set("verifying " + j.Path() + ": checkpoints and archives")
 	checked, archives, err := verifyCheckpoints(ctx, j)
 	if err != nil {
 		return fmt.Errorf("journal %s: %w\n(checkpoints are derived from the events, which are intact; drop them with: mcpledger verify --drop-checkpoints)", j.Path(), err)
@@ -74,6 +78,7 @@ func (c *VerifyCommand) Run(ctx context.Context, args []string) error {
 		}
 		notes = append(notes, note)
 	}
+	prog.end()
 	_, err = fmt.Fprintf(c.env.stdout, "OK %s: %d sessions, %d events, %d log entries, %d checkpoints; every session replays\n",
 		j.Path(), rep.Sessions, rep.Events, rep.LogEntries, checked)
 	for _, n := range notes {
