@@ -45,7 +45,8 @@ type Response struct {
 // [ErrOutcomeUnknown].
 const CodeOutcomeUnknown = "outcome_unknown"
 
-// StatusResult is the result of the status op (the `status --json` shape).
+// StatusResult is the result of the status op: what `status --json` prints,
+// its unix-ns times turned into RFC 3339 by the CLI (cmd/mcpledger/jsonout.go).
 type StatusResult struct {
 	Session string                     `json:"session"`
 	Servers []projections.ServerStatus `json:"servers"`
