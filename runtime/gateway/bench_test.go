@@ -90,22 +90,33 @@ func BenchmarkGateway(b *testing.B) {
 // test server (over stdio, as configured) and benchmarks calls through it:
 // client, gateway and server are three processes, as in production.
 func benchViaServe(b *testing.B, bin string, relaxed bool) {
+	var extra []string
+	if relaxed {
+		extra = append(extra, "--relaxed")
+	}
+	pid, url := startServe(b, map[string]any{"command": bin}, extra...)
+	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
+	benchConcurrency(b, cs, "mcp__srv__echo", pid)
+}
+
+// startServe starts the mcpledger binary's serve --http (with extra
+// flags) in front of the server srv (its config entry), in a directory of
+// its own (journal, XDG config, CLAUDE_CONFIG_DIR: never the developer's),
+// and returns its pid and URL; it is stopped (SIGINT, waited for) when
+// the benchmark ends. MCPLEDGER_BENCH_SERVE_GOGC sets serve's GOGC alone.
+func startServe(b *testing.B, srv map[string]any, extra ...string) (int, string) {
 	dir := b.TempDir()
 	mcpledger := runtimetest.BuildMcpledger(b, dir)
 	cfg := filepath.Join(dir, "mcp.json")
-	js, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"srv": map[string]any{"command": bin}}})
+	js, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"srv": srv}})
 	if err := os.WriteFile(cfg, js, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	args := []string{"serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--watch=false"}
-	if relaxed {
-		args = append(args, "--relaxed")
-	}
+	args := append([]string{"serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--watch=false"}, extra...)
 	cmd := exec.Command(mcpledger, args...)
 	cmd.Env = append(os.Environ(), "MCPLEDGER_JOURNAL="+filepath.Join(dir, "j.db"), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg"),
-		"CLAUDE_CONFIG_DIR="+filepath.Join(dir, "claude")) // not the developer's ~/.claude.json
-	if g := os.Getenv("MCPLEDGER_BENCH_SERVE_GOGC"); g != "" { // GOGC of serve alone
-
+		"CLAUDE_CONFIG_DIR="+filepath.Join(dir, "claude"))
+	if g := os.Getenv("MCPLEDGER_BENCH_SERVE_GOGC"); g != "" {
 		cmd.Env = append(cmd.Env, "GOGC="+g)
 	}
 	stderr, err := cmd.StderrPipe()
@@ -126,21 +137,20 @@ func benchViaServe(b *testing.B, bin string, relaxed bool) {
 			}
 		}
 	}()
-	defer func() {
+	b.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
 		<-done
 		cmd.Wait()
-	}()
-	var url string
+	})
 	select {
-	case url = <-urls:
+	case u := <-urls:
+		return cmd.Process.Pid, u
 	case <-done:
 		b.Fatal("serve exited")
 	case <-time.After(30 * time.Second):
 		b.Fatal("serve did not start")
 	}
-	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
-	benchConcurrency(b, cs, "mcp__srv__echo", cmd.Process.Pid)
+	return 0, ""
 }
 
 // tbxarkEnv names the peer's binary for via-tbxark.

@@ -8,11 +8,9 @@ package gateway_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,51 +156,4 @@ func procStatus(tb testing.TB, pid int, field string) int64 {
 	}
 	tb.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
-}
-
-// startServe starts the mcpledger binary's serve --http in front of the
-// server srv (its config entry) and returns its pid and URL; it is stopped at
-// the benchmark's end.
-func startServe(b *testing.B, srv map[string]any) (int, string) {
-	dir := b.TempDir()
-	mcpledger := runtimetest.BuildMcpledger(b, dir)
-	cfg := filepath.Join(dir, "mcp.json")
-	js, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"srv": srv}})
-	if err := os.WriteFile(cfg, js, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(mcpledger, "serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--watch=false")
-	cmd.Env = append(os.Environ(), "MCPLEDGER_JOURNAL="+filepath.Join(dir, "j.db"), "XDG_CONFIG_HOME="+filepath.Join(dir, "xdg"))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	urls := make(chan string, 1)
-	done := make(chan struct{})
-	go func() { // ends when serve exits
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "serving MCP on "); ok {
-				urls <- u
-			}
-		}
-	}()
-	b.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		<-done
-		cmd.Wait()
-	})
-	select {
-	case u := <-urls:
-		return cmd.Process.Pid, u
-	case <-done:
-		b.Fatal("serve exited")
-	case <-time.After(30 * time.Second):
-		b.Fatal("serve did not start")
-	}
-	return 0, ""
 }
