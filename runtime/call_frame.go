@@ -86,12 +86,19 @@ func (f *frameCap) Read(p []byte) (int, error) {
 			f.err = err
 		}
 	}
-	n := copy(p, f.out)
-	f.out = f.out[n:]
-	if len(f.out) == 0 {
-		f.out = f.out[:0:0] // release a large buffer once drained
+	return takeOut(p, &f.out), nil
+}
+
+// takeOut copies what it can of *out into p and drops it from *out,
+// releasing a large buffer once drained: the end of frameCap's and
+// sseCap's Read.
+func takeOut(p []byte, out *[]byte) int {
+	n := copy(p, *out)
+	*out = (*out)[n:]
+	if len(*out) == 0 {
+		*out = (*out)[:0:0]
 	}
-	return n, nil
+	return n
 }
 
 func (f *frameCap) Close() error { return f.r.Close() }

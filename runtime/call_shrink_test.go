@@ -365,7 +365,9 @@ func depth(s string) int {
 }
 
 // BenchmarkShrink: the shrinker's throughput over a text result (most of
-// it skipped, counted), in 64 KiB pieces as frameCap feeds it.
+// it skipped, counted), in 64 KiB pieces as frameCap feeds it, beside
+// json.Valid over the same bytes in the same run (one validating pass:
+// the least a check of the stream costs).
 func BenchmarkShrink(b *testing.B) {
 	for _, tc := range []struct{ name, text string }{
 		{"ascii", strings.Repeat("x", 16<<20)},
@@ -373,6 +375,14 @@ func BenchmarkShrink(b *testing.B) {
 		{"escapes", strings.Repeat(`a\n\"\u00e9`, 16<<20/12)},
 	} {
 		msg := []byte(resp(`{"content":[{"type":"text","text":"` + tc.text + `"}]}`))
+		b.Run(tc.name+"/baseline=json.Valid", func(b *testing.B) { // one validating pass over the same bytes
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if !json.Valid(msg) {
+					b.Fatal("invalid")
+				}
+			}
+		})
 		b.Run(tc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(msg)))
 			for b.Loop() {

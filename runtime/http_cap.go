@@ -151,12 +151,7 @@ func (s *sseCap) Read(p []byte) (int, error) {
 			s.err = err
 		}
 	}
-	n := copy(p, s.out)
-	s.out = s.out[n:]
-	if len(s.out) == 0 {
-		s.out = s.out[:0:0]
-	}
-	return n, nil
+	return takeOut(p, &s.out), nil
 }
 
 func (s *sseCap) Close() error { return s.r.Close() }

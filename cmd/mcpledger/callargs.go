@@ -76,7 +76,7 @@ func readBounded(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > maxCallArgsBytes {
-		return nil, fmt.Errorf("more than %d MiB of arguments: one call's arguments are limited to that", maxCallArgsBytes>>20)
+		return nil, fmt.Errorf("more than %d MiB of arguments: one call's arguments are limited to that; pass the server a path to the data instead of the data", maxCallArgsBytes>>20)
 	}
 	return b, nil
 }

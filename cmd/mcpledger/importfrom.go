@@ -104,7 +104,7 @@ func (c *ImportFromCommand) Run(ctx context.Context, args []string) error {
 		for _, p := range places {
 			where = append(where, p.String())
 		}
-		return fmt.Errorf("import --from %s: no config file found (looked at %s)", *from, strings.Join(where, ", "))
+		return fmt.Errorf("import --from %s: no config file found (looked at %s); give the file with --file F", *from, strings.Join(where, ", "))
 	}
 	added, taken := namesOf(entries), []string(nil)
 	if !*dry && len(entries) > 0 {

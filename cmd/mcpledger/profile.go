@@ -12,11 +12,11 @@ import (
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("MCPLEDGER_CPUPROFILE: %w", err)
+		return nil, fmt.Errorf("MCPLEDGER_CPUPROFILE: %w (give a writable file, or unset it)", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("MCPLEDGER_CPUPROFILE: %w", err)
+		return nil, fmt.Errorf("MCPLEDGER_CPUPROFILE: %w (give a writable file, or unset it)", err)
 	}
 	return func() {
 		pprof.StopCPUProfile()

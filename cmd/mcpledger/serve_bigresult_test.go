@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -61,14 +60,7 @@ func TestServeBigResult(t *testing.T) {
 		t.Errorf("after the big results: %q", txt)
 	}
 	cs.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v\n%s", err, errb.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("serve did not return after the client disconnected\n%s", errb.String())
-	}
+	waitServeEnd(t, done, &errb)
 	names := map[string]string{}
 	got := map[string][3]int64{}
 	for _, e := range readEvents(t, f.journal) {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -191,14 +190,7 @@ func TestServeGuardHTTP(t *testing.T) {
 
 	cs.Close()
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v\n%s", err, errb.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("serve did not stop\n%s", errb.String())
-	}
+	waitServeEnd(t, done, errb)
 	checkGuardJournal(t, f, map[string][2]int64{"mcp__good__big": {200_000, 150_000}, "mcp__tiny__big": {100, 60}})
 }
 
@@ -238,13 +230,6 @@ func TestServeGuardStdio(t *testing.T) {
 	checkSecret(t, cs, true)
 
 	cs.Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v\n%s", err, errb.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("serve did not return after the client disconnected\n%s", errb.String())
-	}
+	waitServeEnd(t, done, &errb)
 	checkGuardJournal(t, f, map[string][2]int64{"mcp__good__big": {200_000, 0}, "mcp__tiny__big": {100, 60}})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -88,14 +89,7 @@ func TestServeStdio(t *testing.T) {
 		t.Fatalf("call: %v %+v", err, res)
 	}
 	cs.Close() // the client goes away: serve stops every server and returns
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v\n%s", err, errb.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("serve did not return after the client disconnected\n%s", errb.String())
-	}
+	waitServeEnd(t, done, &errb)
 	evs := readEvents(t, f.journal)
 	var caller, stopBy string
 	for _, e := range evs {
@@ -151,14 +145,7 @@ func TestServeHTTPWithToken(t *testing.T) {
 	}
 	cs.Close()
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v\n%s", err, errb.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("serve did not stop\n%s", errb.String())
-	}
+	waitServeEnd(t, done, errb)
 	evs := readEvents(t, f.journal)
 	var rejected, started int
 	for _, e := range evs {
@@ -261,5 +248,20 @@ func TestServeRefusesBadCommandLines(t *testing.T) {
 	}
 	if r := runCLI(t, "help"); !strings.Contains(r.stdout, "serve --stdio | --http 127.0.0.1:PORT") {
 		t.Errorf("help lacks serve:\n%s", r.stdout)
+	}
+}
+
+// waitServeEnd waits up to 15 s for a serve run in the test's process to
+// return (its client gone or its context cancelled) and fails the test if
+// it returned an error or did not return; errb is its stderr.
+func waitServeEnd(t *testing.T, done <-chan error, errb fmt.Stringer) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v\n%s", err, errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("serve did not return\n%s", errb.String())
 	}
 }

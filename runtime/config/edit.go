@@ -132,7 +132,7 @@ func (d *editDoc) get(keys []string) ([]byte, error) {
 func (d *editDoc) set(keys []string, value []byte) ([]byte, error) {
 	for _, k := range keys {
 		if !utf8.ValidString(k) {
-			return nil, fmt.Errorf("%w: the name %q is not valid UTF-8", ErrNotEditable, k)
+			return nil, fmt.Errorf("%w: the name %q is not valid UTF-8: rename that entry by hand", ErrNotEditable, k)
 		}
 	}
 	obj, ms, found, last, err := d.find(keys)

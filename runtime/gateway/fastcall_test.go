@@ -128,28 +128,8 @@ func TestFastCallCancelled(t *testing.T) {
 	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
 	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
 	cs := connectHTTP(t, srv.URL+gateway.Path, "", "canceller", nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__slow"})
-		done <- err
-	}()
-	time.Sleep(200 * time.Millisecond)
-	cancel()
-	select {
-	case <-pr.cancelled:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server's handler was not cancelled")
-	}
-	<-done
-	waitEvents(t, f, func(evs []events.Event) bool {
-		for _, e := range evs {
-			if p, ok := e.Payload.(*events.CallFinished); ok && p.Outcome == events.OutcomeCancelled {
-				return true
-			}
-		}
-		return false
-	}, "call.finished cancelled")
+	cancelSlowCall(t, cs, pr)
+	waitCancelledOutcome(t, f)
 	// The session goes on.
 	if res := call(t, cs, "mcp__up__echo", map[string]any{"message": "still here"}); firstTextOf(res) != "still here" {
 		t.Errorf("after the cancellation: %q", firstTextOf(res))

@@ -472,20 +472,7 @@ func TestGatewayProgressAndCancellation(t *testing.T) {
 		}
 	}
 	// Client → server: cancelling the call cancels the server's handler.
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__slow"})
-		done <- err
-	}()
-	time.Sleep(200 * time.Millisecond)
-	cancel()
-	select {
-	case <-pr.cancelled:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server's handler was not cancelled")
-	}
-	<-done
+	cancelSlowCall(t, cs, pr)
 	// Server → client: the server cancelling its sampling request cancels
 	// the client's handler.
 	res = call(t, cs, "mcp__up__sample", map[string]any{"timeout_ms": 200})
@@ -497,6 +484,33 @@ func TestGatewayProgressAndCancellation(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the client's sampling handler was not cancelled")
 	}
+	waitCancelledOutcome(t, f)
+}
+
+// cancelSlowCall starts a call of the upstream's slow tool, cancels it
+// after 200 ms, and fails the test unless the server's handler sees the
+// cancellation within 5 s.
+func cancelSlowCall(t *testing.T, cs *mcp.ClientSession, pr *probe) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { // joined below
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__slow"})
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case <-pr.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server's handler was not cancelled")
+	}
+	<-done
+}
+
+// waitCancelledOutcome waits for a call.finished of outcome cancelled.
+func waitCancelledOutcome(t *testing.T, f *gwFixture) {
+	t.Helper()
 	waitEvents(t, f, func(evs []events.Event) bool {
 		for _, e := range evs {
 			if p, ok := e.Payload.(*events.CallFinished); ok && p.Outcome == events.OutcomeCancelled {
