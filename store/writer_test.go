@@ -156,7 +156,11 @@ func TestAppendCancelledWhileQueued(t *testing.T) {
 	if info, err := j.Head(t.Context(), sid); err != nil || info.LastSeq != 2 {
 		t.Fatalf("Head = %+v, %v; want the two submitted events only", info, err)
 	}
-	// A lone append commits in its caller's goroutine.
+	// A lone append commits in its caller's goroutine. The writer
+	// acknowledges the second append before it lets go of the
+	// transaction lock, so wait for it to let go first.
+	j.txMu.Lock()
+	j.txMu.Unlock() //nolint:staticcheck // an empty critical section: waiting for the writer
 	r, err := newRequest(sid, Any, pingEvents(1))
 	if err != nil {
 		t.Fatal(err)
