@@ -92,7 +92,11 @@ func BenchmarkCallTool(b *testing.B) {
 
 // directEcho connects a raw go-sdk client to an in-process echo server
 // over in-memory transports and returns one echo call.
-func directEcho(b *testing.B) func() error {
+func directEcho(b *testing.B) func() error { return directEchoAt(b, benchProtocol) }
+
+// directEchoAt is directEcho with the client pinned to protocol version
+// proto.
+func directEchoAt(b *testing.B, proto string) func() error {
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := echoServer("mem").Connect(ctx, st, nil)
@@ -101,11 +105,14 @@ func directEcho(b *testing.B) func() error {
 	}
 	b.Cleanup(func() { ss.Close() })
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil)
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: benchProtocol})
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cs.Close() })
+	if got := cs.InitializeResult().ProtocolVersion; got != proto {
+		b.Fatalf("negotiated %q, want %q", got, proto)
+	}
 	args := map[string]any{"message": "hello ledger"}
 	return func() error {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
@@ -123,9 +130,15 @@ func benchManagerCalls(b *testing.B, d runtime.Durability) {
 // managerEcho starts a Manager with durability d over a real store.Journal
 // and the echo server in-process, and returns one echo call through it.
 func managerEcho(b *testing.B, d runtime.Durability) func() error {
+	return managerEchoAt(b, d, "")
+}
+
+// managerEchoAt is managerEcho with Options.ProtocolVersion set to proto
+// ("" for the default).
+func managerEchoAt(b *testing.B, d runtime.Durability, proto string) func() error {
 	_, adapter := openJournal(b)
 	m, err := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": echoServer("mem")},
-		Seed: 1, PingInterval: -1, Durability: d})
+		Seed: 1, PingInterval: -1, Durability: d, ProtocolVersion: proto})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -405,6 +418,12 @@ func BenchmarkStartStdio(b *testing.B) {
 // benchStartManager times Manager.Start of n stdio servers until all are
 // ready (see BenchmarkStartStdio), each behind shim when it is set.
 func benchStartManager(b *testing.B, bin string, n int, shim string) {
+	benchStartManagerAt(b, bin, n, shim, "")
+}
+
+// benchStartManagerAt is benchStartManager with Options.ProtocolVersion
+// set to proto ("" for the default).
+func benchStartManagerAt(b *testing.B, bin string, n int, shim, proto string) {
 	var entries []any
 	for i := range n {
 		name := fmt.Sprintf("s%02d", i)
@@ -413,6 +432,7 @@ func benchStartManager(b *testing.B, bin string, n int, shim string) {
 	}
 	opts := fastOpts(configOf(entries...))
 	opts.ShimPath = shim
+	opts.ProtocolVersion = proto
 	dir := b.TempDir()
 	lat := make(callLatencies, 0, b.N)
 	b.ResetTimer()
