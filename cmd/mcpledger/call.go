@@ -51,16 +51,15 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	defer c.env.progress("waiting for "+tool+" (Ctrl-C cancels the call)", progressAfter).end()
 	if cl := f.control(); cl != nil {
 		var raw json.RawMessage
-		if err := cl.Do(ctx, control.Request{Op: "call", Name: tool, Args: argsJSON, By: "cli"}, &raw); err != nil {
+		if err := cl.Do(ctx, control.Request{Op: "call", Name: tool, Args: argsJSON, By: "cli", Rendered: true, Wrap: *wrap}, &raw); err != nil {
 			return err
 		}
-		res := &mcp.CallToolResult{}
-		if err := json.Unmarshal(raw, res); err != nil {
-			return fmt.Errorf("call: decode result: %w", err)
+		var legacy bool
+		if out, legacy, err = decodeCallReply(raw); err != nil {
+			return err
 		}
-		out = &rt.CallResult{Result: res, Rendered: guard.RenderResult(res, guard.DefaultMaxResultChars)}
-		out.Signals = guard.DetectInjection(out.Text)
-		if *wrap {
+		if legacy && *wrap {
+			// A process that predates CallReply: render here, as it did.
 			var entries []projections.Entry
 			server, name := "", tool
 			if cl.Do(ctx, control.Request{Op: "tools"}, &entries) == nil {
@@ -127,6 +126,28 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 		return errors.New("the tool reported an error")
 	}
 	return nil
+}
+
+// decodeCallReply decodes the running process's answer to a call: a
+// control.CallReply, rendered there with the server's maxResultChars; or,
+// from a process that predates it, the bare CallToolResult, rendered here
+// at the default bound and not wrapped (legacy).
+func decodeCallReply(raw json.RawMessage) (out *rt.CallResult, legacy bool, err error) {
+	var reply control.CallReply
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		return nil, false, fmt.Errorf("call: decode result: %w", err)
+	}
+	if reply.Result != nil {
+		return &rt.CallResult{Result: reply.Result, Signals: reply.Signals,
+			Rendered: guard.Rendered{Text: reply.Text, Chars: reply.Chars, Cut: reply.Cut, Bytes: reply.Bytes}}, false, nil
+	}
+	res := &mcp.CallToolResult{}
+	if err := json.Unmarshal(raw, res); err != nil {
+		return nil, false, fmt.Errorf("call: decode result: %w", err)
+	}
+	out = &rt.CallResult{Result: res, Rendered: guard.RenderResult(res, guard.DefaultMaxResultChars)}
+	out.Signals = guard.DetectInjection(out.Text)
+	return out, true, nil
 }
 
 // printResult writes res rendered as an agent would get it: text blocks

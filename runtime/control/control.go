@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
@@ -27,6 +29,28 @@ type Request struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	// By says who asks (recorded where the op journals something).
 	By string `json:"by,omitempty"`
+	// Rendered asks the call op for a [CallReply] rather than the bare
+	// CallToolResult: the result as the running process rendered it,
+	// bounded by the server's maxResultChars (else the process's
+	// --max-result-chars) and wrapped if Wrap is set.
+	Rendered bool `json:"rendered,omitempty"`
+	// Wrap, with Rendered, wraps the rendered text in the
+	// untrusted-content boundary markers.
+	Wrap bool `json:"wrap,omitempty"`
+}
+
+// CallReply is the call op's result when the request set Rendered. A
+// process that predates Rendered answers with the bare CallToolResult,
+// which decodes into a CallReply with Result nil.
+type CallReply struct {
+	Result *mcp.CallToolResult `json:"result"`
+	// Text, Chars, Cut and Bytes are the runtime's guard.Rendered.
+	Text  string `json:"text"`
+	Chars int    `json:"chars"`
+	Cut   int    `json:"cut,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+	// Signals are the injection patterns found in Text.
+	Signals []string `json:"signals,omitempty"`
 }
 
 // Response is the answer to a Request.
@@ -251,13 +275,16 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 		if len(req.Args) > 0 {
 			args = req.Args
 		}
-		o := &runtime.CallOptions{Caller: req.By}
+		o := &runtime.CallOptions{Caller: req.By, Wrap: req.Wrap}
 		if req.By == "cli" { // `mcpledger call`: the user's own approval
 			o.UserApproved = "mcpledger call"
 		}
 		r, err := m.CallToolWith(ctx, req.Name, args, o)
 		if r == nil {
 			return nil, err
+		}
+		if req.Rendered {
+			return CallReply{Result: r.Result, Text: r.Text, Chars: r.Chars, Cut: r.Cut, Bytes: r.Bytes, Signals: r.Signals}, err
 		}
 		return r.Result, err
 	case "reconnect":
