@@ -271,6 +271,16 @@ func tlFold(evs []events.Event) *tlModel {
 			if p.Expected {
 				pr.exit = "closed (asked to)"
 			}
+		case *events.ConnectFailed:
+			// A connection whose handshake failed has no session to close:
+			// its attempt's failure ends it (a process ends with its exit).
+			for i := len(l.procs) - 1; i >= 0; i-- {
+				if pr := &l.procs[i]; pr.to == 0 && pr.pid == 0 && pr.attempt == p.Attempt {
+					pr.to, pr.unexpected = e.Time, true
+					pr.exit = fmt.Sprintf("connect failed (%s): %s", p.Phase, p.Error.String())
+					break
+				}
+			}
 		case *events.HandshakeCompleted:
 			l.hs = p
 		case *events.ToolsListed:

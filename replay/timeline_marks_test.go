@@ -186,6 +186,16 @@ func TestTimelineProcesses(t *testing.T) {
 	s.add(600, "orphan", &events.ProcessExited{Attempt: 1, PID: 9, Signal: "SIGKILL"})
 	s.add(100, "http", &events.TransportOpened{Attempt: 1, Transport: events.TransportHTTP, Endpoint: "http://127.0.0.1:9/mcp"})
 	s.add(300, "http", &events.TransportClosed{Attempt: 1, Error: events.ClassifiedError{Class: events.ErrTransportClosed, Message: "EOF"}})
+	// A connection whose handshake failed ends there (no session, so no
+	// transport.closed); another attempt's failure, or a process's, ends
+	// nothing else.
+	refused := events.ClassifiedError{Class: events.ErrHandshake, Message: "connection refused"}
+	s.add(100, "refused", &events.TransportOpened{Attempt: 1, Transport: events.TransportHTTP, Endpoint: "http://127.0.0.1:9/mcp"})
+	s.add(150, "refused", &events.ConnectFailed{Attempt: 1, Phase: "handshake", Error: refused})
+	s.add(160, "refused", &events.ConnectFailed{Attempt: 1, Phase: "handshake", Error: refused})
+	s.add(700, "refused", &events.TransportOpened{Attempt: 2, Transport: events.TransportHTTP, Endpoint: "http://127.0.0.1:9/mcp"})
+	s.add(750, "refused", &events.ConnectFailed{Attempt: 3, Phase: "handshake", Error: refused})
+	s.add(550, "running", &events.ConnectFailed{Attempt: 1, Phase: "handshake", Error: refused})
 	page := s.render(t)
 
 	close := tlHovers(page, "2 processes (1 ended unexpectedly) from 09:26:53.000 (+102µs) to 09:26:53.000 (+113µs)")
@@ -209,6 +219,12 @@ func TestTimelineProcesses(t *testing.T) {
 	}
 	if w := running.num(t, "rect", "width", 0); w != tlScenePx-500 {
 		t.Errorf("running: %v px long, want to the end of the session", w)
+	}
+	if h := tlHovers(page, "refused · connection"); len(h) != 2 ||
+		!strings.HasSuffix(h[0].title, "after 51µs: connect failed (handshake): handshake: connection refused") ||
+		h[0].num(t, "rect", "width", 0) != 50 || h[0].attr(t, "circle", "fill", 0) != "#dc2626" ||
+		!strings.HasSuffix(h[1].title, "\nstill running at the end of the session") {
+		t.Errorf("refused: %+v", h)
 	}
 	orphan := tlHover1(t, page, "orphan · ")
 	if !strings.Contains(orphan.title, "(start not recorded)") || !strings.Contains(orphan.title, "after 0s: signal SIGKILL") {
