@@ -24,11 +24,12 @@ import (
 )
 
 // gatewayProtocolVersions are the MCP versions the gateway speaks to its
-// clients. 2026-07-28 (go-sdk's default) is left out: its sessionless
-// requests have no server-to-client requests, which sampling, elicitation
-// and approval by elicitation need. A 2026 client falls back to
-// initialize with 2025-11-25.
-var gatewayProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// clients. 2026-07-28 requests are sessionless (stateless.go over HTTP);
+// what a server asks of the client during a call (sampling, elicitation,
+// roots) and approval by elicitation reach such a client as an
+// input_required result (inputrequired.go), and a client of an older
+// version as server-to-client requests.
+var gatewayProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Options configure a Gateway. The zero value is usable.
 type Options struct {

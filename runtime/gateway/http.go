@@ -123,6 +123,7 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 		// Idle sessions are closed by the session table, which sees every
 		// request (go-sdk's timer misses those of the fast call path).
 		&mcp.StreamableHTTPOptions{Logger: g.log, MaxRequestBodyBytes: opts.MaxBodyBytes})
+	h := handlers{stateful: mcpHandler, stateless: g.newStatelessHandler(opts.MaxBodyBytes)}
 	b := &budget{maxBytes: opts.MaxInflightBytes, maxReqs: opts.MaxInflight, idle: opts.OnIdle}
 	context.AfterFunc(g.ctx, b.stop)
 	sessions := newSessionTable(opts.MaxSessions, g.server, opts.SessionTimeout)
@@ -154,15 +155,22 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		g.serveBounded(w, r, mcpHandler, b, sessions, opts)
+		g.serveBounded(w, r, h, b, sessions, opts)
 	})
 }
 
+// handlers are go-sdk's two Streamable HTTP handlers of the gateway's
+// server: sessions (2025-11-25 and older) and sessionless requests
+// (2026-07-28), see stateless.go.
+type handlers struct{ stateful, stateless http.Handler }
+
 // serveBounded hands r to go-sdk within the budget, the body limit and
 // timeout, and the session cap.
-func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Handler, b *budget, sessions *sessionTable, opts HTTPOptions) {
+func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, hs handlers, b *budget, sessions *sessionTable, opts HTTPOptions) {
+	h := hs.stateful
 	var ss *mcp.ServerSession
-	if id := r.Header.Get(sessionHeader); id != "" {
+	id := r.Header.Get(sessionHeader)
+	if id != "" {
 		var ok bool
 		post := r.Method == http.MethodPost
 		if ss, ok = sessions.begin(id, post); ok {
@@ -170,6 +178,9 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		}
 	}
 	if r.Method != http.MethodPost {
+		if id == "" && statelessHeader(r) {
+			h = hs.stateless // 405: a sessionless client has no stream to GET nor session to DELETE
+		}
 		h.ServeHTTP(w, r) // GET streams and DELETE: no body
 		return
 	}
@@ -191,7 +202,7 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		}
 		g.refuseBody(w, r, err, opts.BodyTimeout)
 	}
-	if id := r.Header.Get(sessionHeader); id != "" {
+	if id != "" {
 		if r.ContentLength >= 0 && fastEligible(r, ss) {
 			buf, err := readBody(body, r.ContentLength)
 			if err == nil && g.serveFast(w, r, ss, buf) {
@@ -207,19 +218,24 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		}
 		return
 	}
-	// A POST without a session ID opens a session (go-sdk creates one for
-	// whatever it carries; an initialize, from a well-behaved client).
+	if routeSessionless(r, body, opts.MaxBodyBytes) {
+		hs.stateless.ServeHTTP(rw, r)
+		return
+	}
+	// Any other POST without a session ID opens a session (go-sdk creates
+	// one for whatever it carries; an initialize, from a well-behaved
+	// client).
 	if !sessions.admit() {
 		setRetryAfter(w.Header())
 		g.rejectHTTP(w, r, events.RejectBusy, http.StatusServiceUnavailable,
 			fmt.Sprintf("mcpledger: the gateway holds %d client sessions, every one busy; retry later", opts.MaxSessions))
 		return
 	}
-	var id string
-	defer func() { sessions.added(id) }()
+	var opened string
+	defer func() { sessions.added(opened) }()
 	h.ServeHTTP(rw, r)
 	if !rw.refused {
-		id = w.Header().Get(sessionHeader)
+		opened = w.Header().Get(sessionHeader)
 	}
 }
 
