@@ -359,8 +359,8 @@ func (g *Gateway) syncExtras() {
 			res = append(res, offer{name: name, item: exposedItem{server: s.Server, name: r.URI, fp: r.Name + "\x00" + r.Description + "\x00" + r.MIMEType},
 				add: func(name string, it exposedItem) {
 					g.server.AddResource(&mcp.Resource{URI: name, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType},
-						func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-							return g.readResource(ctx, it.server, it.name)
+						func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+							return g.readResource(readRound(ctx, req), it.server, it.name)
 						})
 				}})
 		}
@@ -369,7 +369,7 @@ func (g *Gateway) syncExtras() {
 				add: func(name string, it exposedItem) {
 					err := addTemplate(g.server, &mcp.ResourceTemplate{URITemplate: name, Name: t.Name, Description: t.Description, MIMEType: t.MIMEType},
 						func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-							return g.readResource(ctx, it.server, strings.TrimPrefix(req.Params.URI, prefix))
+							return g.readResource(readRound(ctx, req), it.server, strings.TrimPrefix(req.Params.URI, prefix))
 						})
 					if err != nil {
 						delete(g.templates, name)
@@ -390,7 +390,7 @@ func (g *Gateway) syncExtras() {
 						mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
 					}
 					g.server.AddPrompt(mp, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-						return g.getPrompt(ctx, it.server, it.name, req.Params.Arguments)
+						return g.getPrompt(promptRound(ctx, req), it.server, it.name, req.Params.Arguments)
 					})
 				}})
 		}

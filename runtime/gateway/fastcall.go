@@ -176,7 +176,7 @@ func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.Serv
 	res := g.notExposed(ctx, p.Name)
 	var err error
 	if res == nil {
-		res, err = g.call(ctx, ss, p.Name, p.Arguments, nil)
+		res, err = g.call(ctx, ss, p.Name, p.Arguments, nil, nil)
 	}
 	if err == nil && res.Content == nil {
 		r2 := *res

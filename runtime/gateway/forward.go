@@ -48,8 +48,11 @@ func (g *Gateway) newClient(server string, impl *mcp.Implementation, o *mcp.Clie
 	o.ResourceUpdatedHandler = func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 		g.upstreamUpdated(ctx, server, req.Params)
 	}
+	// Input requests of 2026-07-28 servers come to the gateway
+	// (inputrequired.go), not to go-sdk's answering and retrying.
+	o.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	c := mcp.NewClient(impl, o)
-	c.AddSendingMiddleware(g.progressMiddleware)
+	c.AddSendingMiddleware(g.progressMiddleware, roundMiddleware)
 	c.AddReceivingMiddleware(g.elicitMiddleware(server))
 	return c
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,6 +154,7 @@ type Gateway struct {
 	logLevel  mcp.LoggingLevel          // most verbose level a client asked for
 	levelSent map[string]int            // server → attempt the level was sent to
 	rej       rejectLimiter
+	stateKey  [32]byte // seals the requestState of input_required results
 }
 
 // gwCall is a tool call in flight through the gateway.
@@ -170,6 +172,14 @@ type gwCall struct {
 	sent         []string
 	forwarding   int
 	lastProgress time.Time
+
+	// Approval under policy ask (approve.go), on the calling goroutine:
+	// who approved the call in an earlier round, the answer of a
+	// 2026-07-28 client's user to the gateway's approval request, and the
+	// request to send such a client when it must be asked.
+	approvedBy string
+	answer     *mcp.ElicitResult
+	ask        *mcp.ElicitParams
 }
 
 type gwCallKey struct{}
@@ -193,6 +203,7 @@ func New(opts *Options) *Gateway {
 		prompts: map[string]exposedItem{}, hidden: map[string]bool{}, callers: map[*mcp.ServerSession]string{},
 		inflight: map[string][]*gwCall{}, progress: map[string]*gwCall{}, upTokens: map[string]*upstreamToken{},
 		subs: map[exposedItem]int{}, levelSent: map[string]int{}}
+	_, _ = rand.Read(g.stateKey[:]) // never fails (crypto/rand)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: o.Instructions,
 		Logger:       o.Logger,
@@ -393,8 +404,18 @@ func (g *Gateway) initialized(_ context.Context, req *mcp.InitializedRequest) {
 	}()
 }
 
-// caller returns the identity of the client of ss.
+// caller returns the identity of the client of ss: "name/version
+// session=ID" for a session, and for a client of 2026-07-28 (no session)
+// "name/version mcp=VERSION caps=…", the version and the capabilities
+// (of those the gateway acts on) its request declared.
 func (g *Gateway) caller(ss *mcp.ServerSession) string {
+	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= protocolVersion2026 {
+		name, ver := "unknown", ""
+		if ip.ClientInfo != nil {
+			name, ver = ip.ClientInfo.Name, ip.ClientInfo.Version
+		}
+		return fmt.Sprintf("%s/%s mcp=%s caps=%s", guard.OneLine(name), guard.OneLine(ver), guard.OneLine(ip.ProtocolVersion), capNames(ip.Capabilities))
+	}
 	g.mu.Lock()
 	who, ok := g.callers[ss]
 	g.mu.Unlock()
@@ -408,16 +429,39 @@ func (g *Gateway) caller(ss *mcp.ServerSession) string {
 	return name + " session=" + ss.ID()
 }
 
+// capNames lists the client capabilities the gateway acts on that c
+// declares, comma-separated ("none" if none).
+func capNames(c *mcp.ClientCapabilities) string {
+	var names []string
+	if c != nil {
+		if c.Elicitation != nil {
+			names = append(names, "elicitation")
+		}
+		if c.RootsV2 != nil || c.Roots.ListChanged {
+			names = append(names, "roots")
+		}
+		if c.Sampling != nil {
+			names = append(names, "sampling")
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
 // callTool is the handler of every exposed tool.
 func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return g.call(ctx, req.Session, req.Params.Name, req.Params.Arguments, req.Params.GetProgressToken())
+	p := req.Params
+	return g.call(ctx, req.Session, p.Name, p.Arguments, p.GetProgressToken(), &round{responses: p.InputResponses, state: p.RequestState})
 }
 
 // call makes a client's call of the exposed tool name with args (raw
 // JSON; none if empty) for session ss, token its progress token (nil if
-// it asked for none), and answers it guarded. Both call paths end here:
-// go-sdk's (callTool) and the fast one (fastcall.go).
-func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, rawArgs json.RawMessage, token any) (*mcp.CallToolResult, error) {
+// it asked for none), in (nil: none) the inputResponses and requestState
+// of a client's retry (inputrequired.go), and answers it guarded. Both
+// call paths end here: go-sdk's (callTool) and the fast one (fastcall.go).
+func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, rawArgs json.RawMessage, token any, in *round) (*mcp.CallToolResult, error) {
 	m := g.m.Load()
 	g.mu.Lock()
 	t, ok := g.tools[name]
@@ -430,6 +474,12 @@ func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, 
 	stop := context.AfterFunc(g.ctx, cancel) // Close cancels calls in flight
 	defer stop()
 	gc := &gwCall{ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx)}
+	rd := &round{caps: capsOf(ss)}
+	if in != nil && (in.state != "" || len(in.responses) > 0) {
+		if err := g.resume(gc, rd, name, rawArgs, in); err != nil {
+			return nil, err
+		}
+	}
 	g.track(gc, true)
 	defer g.track(gc, false)
 	ctx = context.WithValue(ctx, gwCallKey{}, gc)
@@ -437,20 +487,71 @@ func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, 
 	if len(rawArgs) > 0 {
 		args = rawArgs
 	}
-	r, err := m.CallToolWith(ctx, t.catalog, args, &runtime.CallOptions{Caller: g.caller(ss), Wrap: g.opts.Wrap})
-	g.linger(gc)
-	if r != nil && r.Result != nil {
-		return g.guarded(r), nil // isError results (unknown tool, tool errors) too
+	direct := !inputRequired(ss) // asked by server-to-client requests
+	for n := 1; ; n++ {
+		r, err := m.CallToolWith(withRound(ctx, rd), t.catalog, args, &runtime.CallOptions{Caller: g.caller(ss), Wrap: g.opts.Wrap})
+		g.linger(gc)
+		if gc.ask != nil && errors.As(err, new(*runtime.DeniedError)) {
+			// A 2026-07-28 client's user is asked for approval.
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: gc.ask},
+				RequestState: g.seal(sealed{Name: name, Args: argsDigest(rawArgs), Asked: true})}, nil
+		}
+		if r != nil && r.Result != nil {
+			reqs := needsInput(r.Result)
+			if reqs == nil {
+				return g.guarded(r), nil // isError results (unknown tool, tool errors) too
+			}
+			if !direct {
+				return &mcp.CallToolResult{InputRequests: reqs, RequestState: g.seal(sealed{Name: name, Args: argsDigest(rawArgs),
+					Approved: gc.approvedBy, Upstream: r.Result.RequestState})}, nil
+			}
+			if len(reqs) == 0 || n >= maxRounds {
+				err = fmt.Errorf("server %q asked for input %d times without completing the call (or is shedding load): retry later", t.server, n)
+			} else if rd.responses, err = g.fulfill(ctx, t.server, gc, reqs); err == nil {
+				rd.state = r.Result.RequestState
+				continue
+			}
+		}
+		if err == nil {
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+		}
+		if ctx.Err() != nil && g.ctx.Err() == nil {
+			return nil, err // the client cancelled: nobody reads the answer
+		}
+		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) && je.Code == mcp.CodeMissingRequiredClientCapabilities {
+			return nil, passErr(err) // the server needs a capability the client did not declare: the client's to know
+		}
+		// Everything else (denied, invalid arguments, unavailable, timed out,
+		// outcome unknown) is a tool error the model can read.
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "mcpledger: " + err.Error()}}}, nil
 	}
-	if err == nil {
-		return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+}
+
+// resume takes up a 2026-07-28 client's retry: it verifies the sealed
+// requestState and splits its answers between the gateway's approval and
+// the server's input requests.
+func (g *Gateway) resume(gc *gwCall, rd *round, name string, args json.RawMessage, in *round) error {
+	var s sealed
+	if in.state != "" {
+		var err error
+		if s, err = g.unseal(in.state, name, args); err != nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpledger: " + err.Error()}
+		}
 	}
-	if ctx.Err() != nil && g.ctx.Err() == nil {
-		return nil, err // the client cancelled: nobody reads the answer
+	gc.approvedBy, rd.state = s.Approved, s.Upstream
+	for id, v := range in.responses {
+		if id == approvalInput {
+			if er, ok := v.(*mcp.ElicitResult); ok && s.Asked {
+				gc.answer = er
+			}
+			continue
+		}
+		if rd.responses == nil {
+			rd.responses = mcp.InputResponseMap{}
+		}
+		rd.responses[id] = v
 	}
-	// Everything else (denied, invalid arguments, unavailable, timed out,
-	// outcome unknown) is a tool error the model can read.
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "mcpledger: " + err.Error()}}}, nil
+	return nil
 }
 
 // startingMiddleware holds a tools/call of a name not exposed yet while a

@@ -1,0 +1,273 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
+	"github.com/mcpledger/mcpledger/runtime/gateway"
+)
+
+// connect2026 connects a go-sdk client on its default protocol
+// (2026-07-28: no session, every request carrying its _meta) over HTTP.
+func connect2026(t *testing.T, url, name string, o *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "3.0"}, o).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// inputServer is a 2026-07-28 server whose tool "greet" needs the
+// client's name: it answers with an input_required result (an
+// elicitation) and completes when retried with the answer and its state.
+func inputServer() (*mcp.Server, *atomic.Int32) {
+	var rounds atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "greet", Description: "Greets the user by the name it asks for"},
+		func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+			rounds.Add(1)
+			if r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult); ok && req.Params.RequestState == "asked-for-name" {
+				return textResult(fmt.Sprintf("hello %v", r.Content["name"])), nil, nil
+			}
+			return &mcp.CallToolResult{RequestState: "asked-for-name", InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{
+				Message: "your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}}}, nil, nil
+		})
+	return srv, &rounds
+}
+
+func nameHandler(name string, asked *atomic.Int32) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		if req.Params.Message != "your name?" {
+			return nil, fmt.Errorf("asked %q", req.Params.Message)
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+	}
+}
+
+// TestGatewayHTTPStatelessBesideSessions: on one endpoint, a client of
+// 2026-07-28 (sessionless) and a 2025-11-25 session each list and call
+// tools; the upstream's input_required result reaches the 2026 client as
+// such (its retry goes up) and the 2025 one as an elicitation request; the
+// journal records each caller with, for the 2026 one, the version and
+// capabilities its requests declared.
+func TestGatewayHTTPStatelessBesideSessions(t *testing.T) {
+	up, _ := upstream("up")
+	asker, rounds := inputServer()
+	f := startGateway(t, nil, func(o *runtime.Options) { o.ProtocolVersion = "2026-07-28" },
+		map[string]*mcp.Server{"up": up, "asker": asker})
+	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	endpoint := srv.URL + gateway.Path
+
+	var asked26, asked25 atomic.Int32
+	new := connect2026(t, endpoint, "new-client", &mcp.ClientOptions{ElicitationHandler: nameHandler("ann", &asked26)})
+	old := connectHTTP(t, endpoint, "", "old-client", &mcp.ClientOptions{ElicitationHandler: nameHandler("bob", &asked25)})
+	if v := new.InitializeResult().ProtocolVersion; v != "2026-07-28" || new.ID() != "" {
+		t.Fatalf("2026 client: version %q, session %q", v, new.ID())
+	}
+	if v := old.InitializeResult().ProtocolVersion; v != "2025-11-25" || old.ID() == "" {
+		t.Fatalf("2025 client: version %q, session %q", v, old.ID())
+	}
+	for _, cs := range []*mcp.ClientSession{new, old} {
+		if tools := listToolNames(t, cs); tools["mcp__up__echo"] == nil || tools["mcp__asker__greet"] == nil {
+			t.Fatalf("tools %v", tools)
+		}
+		if got := firstTextOf(call(t, cs, "mcp__up__echo", map[string]any{"message": "hi"})); got != "hi" {
+			t.Errorf("echo = %q", got)
+		}
+	}
+	if got := firstTextOf(call(t, new, "mcp__asker__greet", nil)); got != "hello ann" {
+		t.Errorf("2026 client: greet = %q", got)
+	}
+	if got := firstTextOf(call(t, old, "mcp__asker__greet", nil)); got != "hello bob" {
+		t.Errorf("2025 client: greet = %q", got)
+	}
+	if asked26.Load() != 1 || asked25.Load() != 1 || rounds.Load() != 4 {
+		t.Errorf("asked 2026 %d, 2025 %d times; the server saw %d rounds, want 1, 1, 4", asked26.Load(), asked25.Load(), rounds.Load())
+	}
+
+	var callers []string
+	for _, e := range f.events(t) {
+		if p, ok := e.Payload.(*events.CallStarted); ok {
+			callers = append(callers, p.Name+" "+p.Caller)
+		}
+	}
+	want26 := "new-client/3.0 mcp=2026-07-28 caps=elicitation,roots" // go-sdk declares roots by default
+	want25 := "old-client/2.0 session=" + old.ID()
+	want := []string{"mcp__up__echo " + want26, "mcp__up__echo " + want25,
+		"mcp__asker__greet " + want26, "mcp__asker__greet " + want26, // a round each
+		"mcp__asker__greet " + want25, "mcp__asker__greet " + want25}
+	if !slices.Equal(callers, want) {
+		t.Errorf("call.started callers\n%q\nwant\n%q", callers, want)
+	}
+}
+
+// TestGatewayForwardsClientCapabilities: a 2026-07-28 server sees, on each
+// call through the gateway, the capabilities the calling client declared
+// (of those the gateway forwards), not the gateway's own.
+func TestGatewayForwardsClientCapabilities(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "caps", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "caps"}, func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		c := req.ClientCapabilities()
+		return textResult(fmt.Sprintf("sampling=%v elicitation=%v", c != nil && c.Sampling != nil, c != nil && c.Elicitation != nil)), nil, nil
+	})
+	f := startGateway(t, nil, func(o *runtime.Options) { o.ProtocolVersion = "2026-07-28" }, map[string]*mcp.Server{"caps": srv})
+	hs := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	bare := connect2026(t, hs.URL+gateway.Path, "bare", &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	if got := firstTextOf(call(t, bare, "mcp__caps__caps", nil)); got != "sampling=false elicitation=false" {
+		t.Errorf("bare client: server saw %q", got)
+	}
+	full := connect2026(t, hs.URL+gateway.Path, "full", &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) { return nil, nil },
+		ElicitationHandler:   func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil }})
+	if got := firstTextOf(call(t, full, "mcp__caps__caps", nil)); got != "sampling=true elicitation=true" {
+		t.Errorf("full client: server saw %q", got)
+	}
+}
+
+// TestGatewayAskPolicyInputRequired: under call policy ask, a client of
+// 2026-07-28 is asked for approval by an input_required result; its retry
+// carries the answer, bound to the call (a state for other arguments is
+// refused). The journal has the ask (a denial saying so) and the answer.
+func TestGatewayAskPolicyInputRequired(t *testing.T) {
+	up, _ := upstream("up")
+	f := startGateway(t, nil, func(o *runtime.Options) { o.CallPolicy = config.PolicyAsk }, map[string]*mcp.Server{"up": up})
+	hs := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	var asked atomic.Int32
+	cs := connect2026(t, hs.URL+gateway.Path, "approver", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": strings.Contains(req.Params.Message, `"yes"`)}}, nil
+	}})
+	if got := firstTextOf(call(t, cs, "mcp__up__echo", map[string]any{"message": "yes"})); got != "yes" {
+		t.Errorf("approved call = %q", got)
+	}
+	res := call(t, cs, "mcp__up__echo", map[string]any{"message": "no"})
+	if !res.IsError || !strings.Contains(firstTextOf(res), "did not approve") {
+		t.Errorf("refused call = %q", firstTextOf(res))
+	}
+	if asked.Load() != 2 {
+		t.Errorf("asked %d times, want 2", asked.Load())
+	}
+
+	// A requestState sealed for one call does not approve another.
+	raw := connect2026(t, hs.URL+gateway.Path, "raw", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil }})
+	first := call(t, raw, "mcp__up__echo", map[string]any{"message": "a"})
+	if !first.NeedsInput() || first.RequestState == "" || first.InputRequests["mcpledger-approval"] == nil {
+		t.Fatalf("first round: %+v", first)
+	}
+	yes := mcp.InputResponseMap{"mcpledger-approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
+	_, err := raw.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__up__echo", Arguments: map[string]any{"message": "other"},
+		InputResponses: yes, RequestState: first.RequestState})
+	if err == nil || !strings.Contains(err.Error(), "belongs to another call") {
+		t.Errorf("state for other arguments: %v", err)
+	}
+	_, err = raw.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__up__echo", Arguments: map[string]any{"message": "a"},
+		InputResponses: yes, RequestState: first.RequestState + "x"})
+	if err == nil || !strings.Contains(err.Error(), "integrity") {
+		t.Errorf("altered state: %v", err)
+	}
+	res, err = raw.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__up__echo", Arguments: map[string]any{"message": "a"},
+		InputResponses: yes, RequestState: first.RequestState})
+	if err != nil || firstTextOf(res) != "a" {
+		t.Errorf("retry with the answer: %v %+v", err, res)
+	}
+
+	var decided []string
+	for _, e := range f.events(t) {
+		if p, ok := e.Payload.(*events.CallDecided); ok {
+			decided = append(decided, p.Decision+" "+p.By)
+		}
+	}
+	want := []string{"deny approver:gateway", "allow approver:elicitation:approver/3.0",
+		"deny approver:gateway", "deny approver:elicitation:approver/3.0",
+		"deny approver:gateway", "allow approver:elicitation:raw/3.0"}
+	if !slices.Equal(decided, want) {
+		t.Errorf("call.decided %q, want %q", decided, want)
+	}
+}
+
+// TestGatewayHTTPHeaderValidation: sessionless requests are checked as
+// 2026-07-28 requires (the protocol version header against _meta, the
+// Mcp-Method and Mcp-Name headers against the body); server/discover
+// offers 2026-07-28 and 2025-11-25; a GET without a session is refused as
+// a stateless server refuses it; an initialize still opens a session.
+func TestGatewayHTTPHeaderValidation(t *testing.T) {
+	up, _ := upstream("up")
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
+	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	endpoint := srv.URL + gateway.Path
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__up__echo","arguments":{"message":"hi"},` + meta + `}}`
+	discover := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + meta + `}}`
+	do := func(method, body string, hdr map[string]string) (int, string, http.Header) {
+		req, _ := http.NewRequestWithContext(t.Context(), method, endpoint, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	good := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mcp__up__echo"}
+	with := func(k, v string) map[string]string {
+		h := map[string]string{}
+		for a, b := range good {
+			h[a] = b
+		}
+		if v == "" {
+			delete(h, k)
+		} else {
+			h[k] = v
+		}
+		return h
+	}
+	cases := []struct {
+		name   string
+		method string
+		body   string
+		hdr    map[string]string
+		status int
+		has    string
+	}{
+		{"valid call", "POST", call, good, 200, `"text":"hi"`},
+		{"version header mismatch", "POST", call, with("Mcp-Protocol-Version", "2025-11-25"), 400, "does not match"},
+		{"version header missing", "POST", call, with("Mcp-Protocol-Version", ""), 400, "header is required"},
+		{"method header mismatch", "POST", call, with("Mcp-Method", "tools/list"), 400, "Mcp-Method"},
+		{"method header missing", "POST", call, with("Mcp-Method", ""), 400, "Mcp-Method"},
+		{"name header mismatch", "POST", call, with("Mcp-Name", "other"), 400, "Mcp-Name"},
+		{"discover", "POST", discover, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}, 200, `"supportedVersions":["2026-07-28","2025-11-25"`},
+		{"GET without a session", "GET", "", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, 405, ""},
+		{"initialize", "POST", initializeBody, nil, 200, `"protocolVersion":"2025-11-25"`},
+	}
+	for _, c := range cases {
+		status, body, hdr := do(c.method, c.body, c.hdr)
+		if status != c.status || !strings.Contains(body, c.has) {
+			t.Errorf("%s: %d %s, want %d with %q", c.name, status, body, c.status, c.has)
+		}
+		if sid := hdr.Get("Mcp-Session-Id"); (sid != "") != (c.name == "initialize") {
+			t.Errorf("%s: session %q", c.name, sid)
+		}
+	}
+}
