@@ -158,9 +158,7 @@ func (g *Gateway) fulfill(ctx context.Context, server string, gc *gwCall, reqs m
 		switch p := ir.(type) {
 		case *mcp.ElicitParams:
 			res, err = g.forwardElicitation(ctx, server, &mcp.ElicitRequest{Params: p})
-		case *mcp.CreateMessageParams:
-			res, err = g.forwardSampling(ctx, server, &mcp.CreateMessageRequest{Params: p})
-		case *mcp.CreateMessageWithToolsParams:
+		case *mcp.CreateMessageWithToolsParams: // go-sdk decodes every sampling input request so
 			res, err = g.forwardSamplingWithTools(ctx, server, p)
 		case *mcp.ListRootsParams:
 			res, err = g.forwardRoots(ctx, gc, p)

@@ -271,3 +271,100 @@ func TestGatewayHTTPHeaderValidation(t *testing.T) {
 		}
 	}
 }
+
+// needsServer is a 2026-07-28 server that needs the client in every way
+// input requests allow: its tool "all" asks for an elicitation, a sampling
+// and the roots at once, its prompt "p" and resource test://r for an
+// elicitation; each completes, retried with the answers and its state,
+// with the answers as JSON.
+func needsServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "needs", Version: "1"}, nil)
+	elicit := &mcp.ElicitParams{Message: "your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}
+	answers := func(r mcp.InputResponseMap, state, want string) (string, bool) {
+		if state != want || len(r) == 0 {
+			return "", false
+		}
+		b, _ := json.Marshal(r)
+		return string(b), true
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "all"}, func(_ context.Context, req *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		if s, ok := answers(req.Params.InputResponses, req.Params.RequestState, "t1"); ok {
+			return textResult(s), nil, nil
+		}
+		return &mcp.CallToolResult{RequestState: "t1", InputRequests: mcp.InputRequestMap{"e": elicit, "r": &mcp.ListRootsParams{},
+			"s": &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}}}}, nil, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if s, ok := answers(req.Params.InputResponses, req.Params.RequestState, "p1"); ok {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: s}}}}, nil
+		}
+		return &mcp.GetPromptResult{RequestState: "p1", InputRequests: mcp.InputRequestMap{"e": elicit}}, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://r", Name: "r"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if s, ok := answers(req.Params.InputResponses, req.Params.RequestState, "r1"); ok {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: s}}}, nil
+		}
+		return &mcp.ReadResourceResult{RequestState: "r1", InputRequests: mcp.InputRequestMap{"e": elicit}}, nil
+	})
+	return srv
+}
+
+// fullClient declares elicitation, sampling and roots, and answers them.
+func fullClient(name string) *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hi from " + name}}, nil
+		},
+	}
+}
+
+// TestGatewayInputRequestsOfEveryKind: a 2026-07-28 server's elicitation,
+// sampling and roots input requests, from a tool, a prompt and a resource,
+// are answered by a 2026-07-28 client (input_required results) and by a
+// 2025-11-25 one (server-to-client requests) through the gateway; a
+// client that did not declare sampling is refused with a reason.
+func TestGatewayInputRequestsOfEveryKind(t *testing.T) {
+	f := startGateway(t, nil, func(o *runtime.Options) { o.ProtocolVersion = "2026-07-28" }, map[string]*mcp.Server{"needs": needsServer()})
+	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	endpoint := srv.URL + gateway.Path
+	c26 := mcp.NewClient(&mcp.Implementation{Name: "c26", Version: "1"}, fullClient("ann"))
+	c26.AddRoots(&mcp.Root{URI: "file:///ann"})
+	new, err := c26.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer new.Close()
+	c25 := mcp.NewClient(&mcp.Implementation{Name: "c25", Version: "1"}, fullClient("bob"))
+	c25.AddRoots(&mcp.Root{URI: "file:///bob"})
+	old, err := c25.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+
+	for who, cs := range map[string]*mcp.ClientSession{"ann": new, "bob": old} {
+		got := firstTextOf(call(t, cs, "mcp__needs__all", nil))
+		for _, want := range []string{`"name":"` + who + `"`, `"hi from ` + who + `"`, `"file:///` + who + `"`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: tool answers %s, want %s in them", who, got, want)
+			}
+		}
+		p, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "mcp__needs__p"})
+		if err != nil || len(p.Messages) != 1 || !strings.Contains(p.Messages[0].Content.(*mcp.TextContent).Text, `"name":"`+who+`"`) {
+			t.Errorf("%s: prompt %v %+v", who, err, p)
+		}
+		r, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "mcpledger://needs/test://r"})
+		if err != nil || len(r.Contents) != 1 || !strings.Contains(r.Contents[0].Text, `"name":"`+who+`"`) {
+			t.Errorf("%s: resource %v %+v", who, err, r)
+		}
+	}
+
+	bare := connectHTTP(t, endpoint, "", "no-sampling", &mcp.ClientOptions{ElicitationHandler: fullClient("x").ElicitationHandler})
+	res := call(t, bare, "mcp__needs__all", nil)
+	if !res.IsError || !strings.Contains(firstTextOf(res), "did not declare the sampling capability") {
+		t.Errorf("client without sampling: %+v %q", res, firstTextOf(res))
+	}
+}
