@@ -312,7 +312,10 @@ func needsServer() *mcp.Server {
 // fullClient declares elicitation, sampling and roots, and answers them.
 func fullClient(name string) *mcp.ClientOptions {
 	return &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if strings.HasPrefix(req.Params.Message, "mcpledger: allow") {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
 		},
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -366,5 +369,55 @@ func TestGatewayInputRequestsOfEveryKind(t *testing.T) {
 	res := call(t, bare, "mcp__needs__all", nil)
 	if !res.IsError || !strings.Contains(firstTextOf(res), "did not declare the sampling capability") {
 		t.Errorf("client without sampling: %+v %q", res, firstTextOf(res))
+	}
+}
+
+// TestGatewayAskPolicyWithInputRequests: under call policy ask, a call
+// whose server then asks for input is approved once: a 2026-07-28 client's
+// approval travels in the sealed requestState to the round that answers
+// the server, a 2025-11-25 client's holds for the gateway's retry.
+func TestGatewayAskPolicyWithInputRequests(t *testing.T) {
+	f := startGateway(t, nil, func(o *runtime.Options) {
+		o.ProtocolVersion = "2026-07-28"
+		o.CallPolicy = config.PolicyAsk
+	}, map[string]*mcp.Server{"needs": needsServer()})
+	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	endpoint := srv.URL + gateway.Path
+	var asked atomic.Int32
+	counting := func(name string) *mcp.ClientOptions {
+		o := fullClient(name)
+		h := o.ElicitationHandler
+		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if strings.HasPrefix(req.Params.Message, "mcpledger: allow") {
+				asked.Add(1)
+			}
+			return h(ctx, req)
+		}
+		return o
+	}
+	new := connect2026(t, endpoint, "c26", counting("ann"))
+	old := connectHTTP(t, endpoint, "", "c25", counting("bob"))
+	for who, cs := range map[string]*mcp.ClientSession{"ann": new, "bob": old} {
+		if got := firstTextOf(call(t, cs, "mcp__needs__all", nil)); !strings.Contains(got, `"name":"`+who+`"`) {
+			t.Errorf("%s: %s", who, got)
+		}
+	}
+	if asked.Load() != 2 {
+		t.Errorf("asked for approval %d times, want once per client", asked.Load())
+	}
+	decided := map[string][]string{}
+	for _, e := range f.events(t) {
+		if p, ok := e.Payload.(*events.CallDecided); ok {
+			client := "c25"
+			if strings.Contains(p.By, "c26") || p.By == "approver:gateway" {
+				client = "c26"
+			}
+			decided[client] = append(decided[client], p.Decision+" "+p.By)
+		}
+	}
+	want26 := []string{"deny approver:gateway", "allow approver:elicitation:c26/3.0", "allow approver:elicitation:c26/3.0"}
+	want25 := []string{"allow approver:elicitation:c25/2.0", "allow approver:elicitation:c25/2.0"}
+	if !slices.Equal(decided["c26"], want26) || !slices.Equal(decided["c25"], want25) {
+		t.Errorf("call.decided %q, want c26 %q, c25 %q", decided, want26, want25)
 	}
 }
