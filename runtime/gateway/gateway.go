@@ -88,12 +88,14 @@ func (o Options) withDefaults() Options {
 // Gateway exposes a Manager's live catalog as one MCP server (go-sdk
 // mcp.Server) that any MCP client can connect to: over stdio
 // (ServeStdio), Streamable HTTP (HTTPHandler) or any go-sdk transport
-// (Server().Connect), in MCP 2025-11-25, 2025-06-18, 2025-03-26 or
-// 2024-11-05.
+// (Server().Connect), in MCP 2026-07-28 (sessionless; over HTTP on the
+// same endpoint as sessions, stateless.go), 2025-11-25, 2025-06-18,
+// 2025-03-26 or 2024-11-05.
 //
 // Tools keep their servers' schemas; calls go through the Manager
 // (validated, gated, journaled, redacted) with the client's identity
-// ("name/version session=ID") as the caller, and are answered with the
+// ("name/version session=ID", or for 2026-07-28 "name/version
+// mcp=VERSION caps=…") as the caller, and are answered with the
 // result bounded in its own shape (runtime.CallResult.Bounded), its
 // injection signals under _meta (MetaSignals), wrapped if Options.Wrap
 // says so. Catalog changes reach clients
@@ -101,7 +103,8 @@ func (o Options) withDefaults() Options {
 // prompts of ready servers are exposed too (folded from the session's
 // resources.listed and prompts.listed events), and reads, prompts,
 // completion and resource subscriptions pass through. Servers' sampling
-// and elicitation requests, progress and log messages are forwarded to
+// and elicitation requests (and, from 2026-07-28 servers, input_required
+// results, inputrequired.go), progress and log messages are forwarded to
 // clients; progress and cancellation flow both ways. Under call policy
 // ask, the client's user is asked by elicitation (see Bind).
 //

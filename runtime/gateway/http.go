@@ -108,7 +108,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 // Past the guards, requests are bounded: by the budget of body bytes and
 // requests in flight (503 with Retry-After, journaled as busy), the body
 // limit (413), the body timeout (408, journaled as slow_body) and the
-// session cap (see HTTPOptions).
+// session cap (see HTTPOptions). Then a request of a session, or one that
+// opens one, goes to go-sdk's stateful handler, and a sessionless
+// (2026-07-28) one to its stateless handler (stateless.go).
 func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 	var opts HTTPOptions
 	if o != nil {
