@@ -82,12 +82,22 @@ func promptRound(ctx context.Context, req *mcp.GetPromptRequest) context.Context
 // roundMiddleware puts a round's answers and state on the request sent to
 // the server, and on a 2026-07-28 request the client's capabilities in
 // place of the gateway's.
+//
+// A request that is no client's round (`mcpledger call` through a running
+// serve) has nobody to ask: a server's input requests fail it, saying so.
 func roundMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		rd, _ := ctx.Value(roundKey{}).(*round)
 		r, ok := req.(*mcp.ClientRequest[mcp.Params])
-		if rd == nil || !ok {
+		if !ok {
 			return next(ctx, method, req)
+		}
+		if rd == nil {
+			res, err := next(ctx, method, req)
+			if in, ok := res.(interface{ NeedsInput() bool }); ok && err == nil && in.NeedsInput() {
+				return nil, fmt.Errorf("%w: the server asked for input (elicitation, sampling or roots) during a request that no gateway client made, so there is nobody to ask: make it from a client of the gateway", errNoOneToAsk)
+			}
+			return res, err
 		}
 		var p mcp.Params
 		switch cp := r.Params.(type) {
@@ -212,6 +222,10 @@ type sealed struct {
 	Upstream string `json:"u,omitempty"` // the server's requestState
 	Expires  int64  `json:"x"`           // unix seconds
 }
+
+// errNoOneToAsk fails a request not made by a gateway client whose
+// server asked for input.
+var errNoOneToAsk = errors.New("gateway: input required")
 
 // errBadState is the answer to a requestState the gateway did not seal
 // for this call, or sealed too long ago.

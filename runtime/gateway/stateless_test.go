@@ -365,6 +365,12 @@ func TestGatewayInputRequestsOfEveryKind(t *testing.T) {
 		}
 	}
 
+	// A call that no client made (mcpledger call through serve) has nobody
+	// to ask.
+	if r, err := f.m.CallTool(t.Context(), "mcp__needs__all", nil); err == nil || !strings.Contains(err.Error(), "nobody to ask") {
+		t.Errorf("call from no client: %v %+v", err, r)
+	}
+
 	bare := connectHTTP(t, endpoint, "", "no-sampling", &mcp.ClientOptions{ElicitationHandler: fullClient("x").ElicitationHandler})
 	res := call(t, bare, "mcp__needs__all", nil)
 	if !res.IsError || !strings.Contains(firstTextOf(res), "did not declare the sampling capability") {
