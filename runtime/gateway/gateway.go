@@ -456,7 +456,8 @@ func capNames(c *mcp.ClientCapabilities) string {
 // callTool is the handler of every exposed tool.
 func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
-	return g.call(ctx, req.Session, p.Name, p.Arguments, p.GetProgressToken(), &round{responses: p.InputResponses, state: p.RequestState})
+	return g.call(ctx, req.Session, p.Name, p.Arguments, p.GetProgressToken(),
+		&round{responses: p.InputResponses, state: p.RequestState, logLevel: p.Meta[metaLogLevel]})
 }
 
 // call makes a client's call of the exposed tool name with args (raw
@@ -478,6 +479,9 @@ func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, 
 	defer stop()
 	gc := &gwCall{ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx)}
 	rd := &round{caps: capsOf(ss)}
+	if in != nil {
+		rd.logLevel = in.logLevel
+	}
 	if in != nil && (in.state != "" || len(in.responses) > 0) {
 		if err := g.resume(gc, rd, name, rawArgs, in); err != nil {
 			return nil, err

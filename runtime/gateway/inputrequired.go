@@ -53,11 +53,12 @@ const sealPrefix = "mcpledger1."
 
 // round is what one request of a client carries to a server: the answers
 // to the server's input requests, its state, and the client's declared
-// capabilities (nil: leave the gateway's).
+// capabilities (nil: leave the gateway's) and log level.
 type round struct {
 	responses mcp.InputResponseMap
 	state     string
 	caps      *mcp.ClientCapabilities
+	logLevel  any // the log level a 2026-07-28 request asked for in its _meta (nil: none)
 }
 
 type roundKey struct{}
@@ -72,11 +73,13 @@ func withRound(ctx context.Context, r *round) context.Context {
 // declared capabilities. A client of an older version is asked by go-sdk
 // (its server middleware answers one round by server-to-client requests).
 func readRound(ctx context.Context, req *mcp.ReadResourceRequest) context.Context {
-	return withRound(ctx, &round{responses: req.Params.InputResponses, state: req.Params.RequestState, caps: capsOf(req.Session)})
+	p := req.Params
+	return withRound(ctx, &round{responses: p.InputResponses, state: p.RequestState, caps: capsOf(req.Session), logLevel: p.Meta[metaLogLevel]})
 }
 
 func promptRound(ctx context.Context, req *mcp.GetPromptRequest) context.Context {
-	return withRound(ctx, &round{responses: req.Params.InputResponses, state: req.Params.RequestState, caps: capsOf(req.Session)})
+	p := req.Params
+	return withRound(ctx, &round{responses: p.InputResponses, state: p.RequestState, caps: capsOf(req.Session), logLevel: p.Meta[metaLogLevel]})
 }
 
 // roundMiddleware puts a round's answers and state on the request sent to
@@ -103,15 +106,15 @@ func roundMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch cp := r.Params.(type) {
 		case *mcp.CallToolParams:
 			c := *cp
-			c.InputResponses, c.RequestState, c.Meta = rd.responses, rd.state, withCaps(cp.Meta, rd.caps)
+			c.InputResponses, c.RequestState, c.Meta = rd.responses, rd.state, rd.meta(cp.Meta)
 			p = &c
 		case *mcp.GetPromptParams:
 			c := *cp
-			c.InputResponses, c.RequestState, c.Meta = rd.responses, rd.state, withCaps(cp.Meta, rd.caps)
+			c.InputResponses, c.RequestState, c.Meta = rd.responses, rd.state, rd.meta(cp.Meta)
 			p = &c
 		case *mcp.ReadResourceParams:
 			c := *cp
-			c.InputResponses, c.RequestState, c.Meta = rd.responses, rd.state, withCaps(cp.Meta, rd.caps)
+			c.InputResponses, c.RequestState, c.Meta = rd.responses, rd.state, rd.meta(cp.Meta)
 			p = &c
 		default:
 			return next(ctx, method, req)
@@ -124,32 +127,38 @@ func roundMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // capabilities.
 const metaCapabilities = "io.modelcontextprotocol/clientCapabilities"
 
-// withCaps returns meta with the client capabilities the gateway forwards
-// (sampling, elicitation, roots) as caps declares them, if meta is a
-// 2026-07-28 request's (go-sdk put the gateway's there).
-func withCaps(meta mcp.Meta, caps *mcp.ClientCapabilities) mcp.Meta {
-	if caps == nil {
-		return meta
-	}
-	if _, ok := meta[metaCapabilities]; !ok {
+// meta returns meta with, if it is a 2026-07-28 request's (go-sdk put the
+// gateway's capabilities there), the client capabilities the gateway
+// forwards (sampling, elicitation, roots) as the round's client declared
+// them, and the log level it asked for.
+func (rd *round) meta(meta mcp.Meta) mcp.Meta {
+	if _, ok := meta[metaCapabilities]; !ok || rd.caps == nil && rd.logLevel == nil {
 		return meta
 	}
 	out := maps.Clone(meta)
-	c := map[string]any{}
-	if caps.Sampling != nil {
-		c["sampling"] = caps.Sampling
+	if rd.logLevel != nil {
+		out[metaLogLevel] = rd.logLevel
 	}
-	if caps.Elicitation != nil {
-		c["elicitation"] = caps.Elicitation
+	if caps := rd.caps; caps != nil {
+		c := map[string]any{}
+		if caps.Sampling != nil {
+			c["sampling"] = caps.Sampling
+		}
+		if caps.Elicitation != nil {
+			c["elicitation"] = caps.Elicitation
+		}
+		if caps.RootsV2 != nil {
+			c["roots"] = caps.RootsV2
+		} else if caps.Roots.ListChanged {
+			c["roots"] = &caps.Roots
+		}
+		out[metaCapabilities] = c
 	}
-	if caps.RootsV2 != nil {
-		c["roots"] = caps.RootsV2
-	} else if caps.Roots.ListChanged {
-		c["roots"] = &caps.Roots
-	}
-	out[metaCapabilities] = c
 	return out
 }
+
+// metaLogLevel is the _meta key of a 2026-07-28 request's log level.
+const metaLogLevel = "io.modelcontextprotocol/logLevel"
 
 // inputRequired reports whether ss's client takes input_required results
 // (it speaks 2026-07-28 or later).

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -425,5 +426,54 @@ func TestGatewayAskPolicyWithInputRequests(t *testing.T) {
 	want25 := []string{"allow approver:elicitation:c25/2.0", "allow approver:elicitation:c25/2.0"}
 	if !slices.Equal(decided["c26"], want26) || !slices.Equal(decided["c25"], want25) {
 		t.Errorf("call.decided %q, want c26 %q, c25 %q", decided, want26, want25)
+	}
+}
+
+// TestGatewayLogLevelOfSessionlessRequests: a 2026-07-28 request's log
+// level (its _meta) goes to a 2026-07-28 server with the call, and the
+// server's log messages at or above it come back on the request's
+// stream; a request that set none gets none.
+func TestGatewayLogLevelOfSessionlessRequests(t *testing.T) {
+	up, _ := upstream("up")
+	f := startGateway(t, nil, func(o *runtime.Options) { o.ProtocolVersion = "2026-07-28" }, map[string]*mcp.Server{"up": up})
+	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	logs := make(chan string, 8)
+	cs := connect2026(t, srv.URL+gateway.Path, "logger", &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+		logs <- fmt.Sprint(req.Params.Data)
+	}})
+	// drain collects n messages (waiting up to 5 s), then any more already
+	// arrived.
+	drain := func(n int) []string {
+		var got []string
+		timeout := time.After(5 * time.Second)
+		for len(got) < n {
+			select {
+			case l := <-logs:
+				got = append(got, l)
+			case <-timeout:
+				return got
+			}
+		}
+		for {
+			select {
+			case l := <-logs:
+				got = append(got, l)
+			default:
+				slices.Sort(got)
+				return got
+			}
+		}
+	}
+	for level, want := range map[string][]string{"debug": {"logged at debug", "logged at warning"}, "warning": {"logged at warning"}, "": nil} {
+		p := &mcp.CallToolParams{Name: "mcp__up__log"}
+		if level != "" {
+			p.Meta = mcp.Meta{"io.modelcontextprotocol/logLevel": level}
+		}
+		if res, err := cs.CallTool(t.Context(), p); err != nil || firstTextOf(res) != "logged" {
+			t.Fatalf("%q: %v %+v", level, err, res)
+		}
+		if got := drain(len(want)); !slices.Equal(got, want) {
+			t.Errorf("level %q: got logs %q, want %q", level, got, want)
+		}
 	}
 }
