@@ -97,8 +97,10 @@ func routeSessionless(r *http.Request, body io.Reader, limit int64) bool {
 
 // newStatelessHandler returns go-sdk's stateless Streamable HTTP handler
 // of g's server: each request is served by a session of its own, closed
-// when it is answered.
+// when it is answered. A client that goes away (the request's connection
+// closes) cancels its request, as notifications/cancelled does in a
+// session: the call is journaled as cancelled and the server told.
 func (g *Gateway) newStatelessHandler(maxBody int64) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
-		&mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log, MaxRequestBodyBytes: maxBody})
+		&mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log, MaxRequestBodyBytes: maxBody, PropagateRequestCancellation: true})
 }

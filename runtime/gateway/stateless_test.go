@@ -477,3 +477,14 @@ func TestGatewayLogLevelOfSessionlessRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayCancelSessionlessCall: a 2026-07-28 client that gives up on
+// a call (its request ends) cancels it upstream, journaled as cancelled.
+func TestGatewayCancelSessionlessCall(t *testing.T) {
+	up, pr := upstream("up")
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
+	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	cs := connect2026(t, srv.URL+gateway.Path, "quitter", nil)
+	cancelSlowCall(t, cs, pr)
+	waitCancelledOutcome(t, f)
+}
