@@ -125,7 +125,7 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 		// Idle sessions are closed by the session table, which sees every
 		// request (go-sdk's timer misses those of the fast call path).
 		&mcp.StreamableHTTPOptions{Logger: g.log, MaxRequestBodyBytes: opts.MaxBodyBytes})
-	h := handlers{stateful: mcpHandler, stateless: g.newStatelessHandler(opts.MaxBodyBytes)}
+	h := handlers{stateful: mcpHandler, stateless: g.newStatelessHandler(opts.MaxBodyBytes), listens: &listenCap{max: opts.MaxSessions}}
 	b := &budget{maxBytes: opts.MaxInflightBytes, maxReqs: opts.MaxInflight, idle: opts.OnIdle}
 	context.AfterFunc(g.ctx, b.stop)
 	sessions := newSessionTable(opts.MaxSessions, g.server, opts.SessionTimeout)
@@ -164,7 +164,10 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 // handlers are go-sdk's two Streamable HTTP handlers of the gateway's
 // server: sessions (2025-11-25 and older) and sessionless requests
 // (2026-07-28), see stateless.go.
-type handlers struct{ stateful, stateless http.Handler }
+type handlers struct {
+	stateful, stateless http.Handler
+	listens             *listenCap
+}
 
 // serveBounded hands r to go-sdk within the budget, the body limit and
 // timeout, and the session cap.
@@ -221,6 +224,19 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, hs handle
 		return
 	}
 	if routeSessionless(r, body, opts.MaxBodyBytes) {
+		if isListen(r) {
+			if !hs.listens.take() {
+				setRetryAfter(w.Header())
+				g.rejectHTTP(w, r, events.RejectBusy, http.StatusServiceUnavailable,
+					fmt.Sprintf("mcpledger: the gateway holds %d subscriptions/listen streams; retry later", opts.MaxSessions))
+				return
+			}
+			defer hs.listens.give()
+			body.stream = true
+			if body.finished {
+				body.release() // read already (routeSessionless)
+			}
+		}
 		hs.stateless.ServeHTTP(rw, r)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -103,4 +104,40 @@ func routeSessionless(r *http.Request, body io.Reader, limit int64) bool {
 func (g *Gateway) newStatelessHandler(maxBody int64) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
 		&mcp.StreamableHTTPOptions{Stateless: true, Logger: g.log, MaxRequestBodyBytes: maxBody, PropagateRequestCancellation: true})
+}
+
+// methodHeader names a 2026-07-28 request's method (go-sdk checks it
+// against the body).
+const methodHeader = "Mcp-Method"
+
+// isListen reports whether r, a sessionless request, opens a
+// subscriptions/listen stream.
+func isListen(r *http.Request) bool {
+	return r.Header.Get(methodHeader) == "subscriptions/listen"
+}
+
+// listenCap bounds the subscriptions/listen streams open at once: they
+// hold no share of the budget (a listening client is idle, as one with a
+// GET stream is), so they are capped as sessions are.
+type listenCap struct {
+	mu   sync.Mutex
+	max  int
+	open int
+}
+
+// take reserves a stream, or reports false at the cap.
+func (c *listenCap) take() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open >= c.max {
+		return false
+	}
+	c.open++
+	return true
+}
+
+func (c *listenCap) give() {
+	c.mu.Lock()
+	c.open--
+	c.mu.Unlock()
 }

@@ -488,3 +488,48 @@ func TestGatewayCancelSessionlessCall(t *testing.T) {
 	cancelSlowCall(t, cs, pr)
 	waitCancelledOutcome(t, f)
 }
+
+// TestGatewayListenStreams: 2026-07-28 clients' subscriptions/listen
+// streams get the catalog's list_changed; they hold no share of the
+// request budget (two of them beside a budget of two requests leave calls
+// room), and are capped at the session cap (a third is refused, 503).
+func TestGatewayListenStreams(t *testing.T) {
+	up, _ := upstream("up")
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
+	srv := httptestServer(t, f, f.gw.HTTPHandler(&gateway.HTTPOptions{MaxInflight: 2, MaxSessions: 2}))
+	endpoint := srv.URL + gateway.Path
+	changed := make(chan struct{}, 8)
+	watch := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}
+	a := connect2026(t, endpoint, "watcher-a", watch)
+	b := connect2026(t, endpoint, "watcher-b", watch)
+	for _, cs := range []*mcp.ClientSession{a, b, a} {
+		if got := firstTextOf(call(t, cs, "mcp__up__echo", map[string]any{"message": "room"})); got != "room" {
+			t.Fatalf("call beside two listen streams = %q", got)
+		}
+	}
+	// go-sdk's client opens its stream after Connect returns: the refusal
+	// shows in the journal.
+	connect2026(t, endpoint, "watcher-c", watch)
+	waitEvents(t, f, func(evs []events.Event) bool {
+		for _, e := range evs {
+			if p, ok := e.Payload.(*events.GatewayRejected); ok && p.Reason == events.RejectBusy && p.Status == 503 {
+				return true
+			}
+		}
+		return false
+	}, "gateway.rejected busy (a third listen stream)")
+	up.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("late"), nil
+		})
+	for range 2 {
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no notifications/tools/list_changed on the listen streams")
+		}
+	}
+	if listToolNames(t, a)["mcp__up__late"] == nil {
+		t.Error("late tool not listed after list_changed")
+	}
+}
