@@ -166,7 +166,9 @@ func (g *Gateway) upstreamProgress(_ context.Context, p *mcp.ProgressNotificatio
 // handled after its result. A call that asked for progress therefore
 // answers only once its progress forwarding has been idle for
 // progressQuiet (at most progressLinger after the result), so the client
-// gets them before the result, as the server sent them.
+// gets them before the result, as the server sent them. So does a call of
+// a 2026-07-28 client that asked for log messages (a log level in its
+// _meta): its request's stream is the only way they reach it.
 const (
 	progressQuiet  = 10 * time.Millisecond
 	progressLinger = 250 * time.Millisecond
@@ -175,7 +177,7 @@ const (
 // linger waits for gc's progress forwarding to settle, then forgets its
 // tokens.
 func (g *Gateway) linger(gc *gwCall) {
-	if gc.token == nil {
+	if gc.token == nil && !gc.logs {
 		return
 	}
 	g.settle(func() (int, time.Time) { return gc.forwarding, gc.lastProgress })
@@ -380,8 +382,13 @@ func (g *Gateway) upstreamLog(_ context.Context, server string, p *mcp.LoggingMe
 	}
 	g.mu.Lock()
 	rel := map[*mcp.ServerSession]context.Context{}
+	var logging []*gwCall // calls that linger for their log messages
 	for _, gc := range g.inflight[server] {
 		rel[gc.ss] = gc.rel // on the stream of a call to that server, when there is one
+		if gc.logs {
+			gc.forwarding++
+			logging = append(logging, gc)
+		}
 	}
 	g.mu.Unlock()
 	for ss := range g.server.Sessions() {
@@ -393,6 +400,12 @@ func (g *Gateway) upstreamLog(_ context.Context, server string, p *mcp.LoggingMe
 		_ = ss.Log(ctx, &out)
 		cancel()
 	}
+	g.mu.Lock()
+	for _, gc := range logging {
+		gc.forwarding--
+		gc.lastProgress = time.Now()
+	}
+	g.mu.Unlock()
 }
 
 // upstreamUpdated tells subscribed clients that a server's resource

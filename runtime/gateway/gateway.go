@@ -170,8 +170,12 @@ type gwCall struct {
 	// Streamable HTTP, on that request's stream (go-sdk routes by them).
 	rel context.Context
 
+	// logs: a 2026-07-28 client asked for the call's log messages, which
+	// only its request's stream carries (it lingers for them, see linger).
+	logs bool
+
 	// Guarded by Gateway.mu: the progress tokens sent upstream for it, and
-	// its progress forwarding (see linger).
+	// its progress (and, with logs, log) forwarding (see linger).
 	sent         []string
 	forwarding   int
 	lastProgress time.Time
@@ -477,11 +481,12 @@ func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, 
 	defer cancel()
 	stop := context.AfterFunc(g.ctx, cancel) // Close cancels calls in flight
 	defer stop()
-	gc := &gwCall{ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx)}
 	rd := &round{caps: capsOf(ss)}
 	if in != nil {
 		rd.logLevel = in.logLevel
 	}
+	gc := &gwCall{ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx),
+		logs: rd.logLevel != nil && inputRequired(ss)}
 	if in != nil && (in.state != "" || len(in.responses) > 0) {
 		if err := g.resume(gc, rd, name, rawArgs, in); err != nil {
 			return nil, err
