@@ -210,7 +210,12 @@ func TestGatewayAskPolicyInputRequired(t *testing.T) {
 // a stateless server refuses it; an initialize still opens a session.
 func TestGatewayHTTPHeaderValidation(t *testing.T) {
 	up, _ := upstream("up")
-	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
+	hdr := mcp.NewServer(&mcp.Implementation{Name: "hdr", Version: "1"}, nil)
+	hdr.AddTool(&mcp.Tool{Name: "region", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("regional"), nil
+		})
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up, "hdr": hdr})
 	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
 	endpoint := srv.URL + gateway.Path
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -232,6 +237,14 @@ func TestGatewayHTTPHeaderValidation(t *testing.T) {
 		return resp.StatusCode, string(b), resp.Header
 	}
 	good := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mcp__up__echo"}
+	region := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__hdr__region","arguments":{"region":"eu"},` + meta + `}}`
+	regionHdr := func(v string) map[string]string {
+		h := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mcp__hdr__region"}
+		if v != "" {
+			h["Mcp-Param-Region"] = v
+		}
+		return h
+	}
 	with := func(k, v string) map[string]string {
 		h := map[string]string{}
 		for a, b := range good {
@@ -258,6 +271,9 @@ func TestGatewayHTTPHeaderValidation(t *testing.T) {
 		{"method header mismatch", "POST", call, with("Mcp-Method", "tools/list"), 400, "Mcp-Method"},
 		{"method header missing", "POST", call, with("Mcp-Method", ""), 400, "Mcp-Method"},
 		{"name header mismatch", "POST", call, with("Mcp-Name", "other"), 400, "Mcp-Name"},
+		{"param header (x-mcp-header)", "POST", region, regionHdr("eu"), 200, `"text":"regional"`},
+		{"param header missing", "POST", region, regionHdr(""), 400, "missing Mcp-Param-Region"},
+		{"param header mismatch", "POST", region, regionHdr("us"), 400, "Mcp-Param-Region header value 'us' does not match"},
 		{"discover", "POST", discover, map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}, 200, `"supportedVersions":["2026-07-28","2025-11-25"`},
 		{"GET without a session", "GET", "", map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, 405, ""},
 		{"initialize", "POST", initializeBody, nil, 200, `"protocolVersion":"2025-11-25"`},
