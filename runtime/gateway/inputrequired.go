@@ -299,3 +299,30 @@ func needsInput(r *mcp.CallToolResult) mcp.InputRequestMap {
 	}
 	return r.InputRequests
 }
+
+// resume takes up a 2026-07-28 client's retry: it verifies the sealed
+// requestState and splits its answers between the gateway's approval and
+// the server's input requests.
+func (g *Gateway) resume(gc *gwCall, rd *round, name string, args json.RawMessage, in *round) error {
+	var s sealed
+	if in.state != "" {
+		var err error
+		if s, err = g.unseal(in.state, name, args); err != nil {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "mcpledger: " + err.Error()}
+		}
+	}
+	gc.approvedBy, rd.state = s.Approved, s.Upstream
+	for id, v := range in.responses {
+		if id == approvalInput {
+			if er, ok := v.(*mcp.ElicitResult); ok && s.Asked {
+				gc.answer = er
+			}
+			continue
+		}
+		if rd.responses == nil {
+			rd.responses = mcp.InputResponseMap{}
+		}
+		rd.responses[id] = v
+	}
+	return nil
+}
