@@ -549,3 +549,25 @@ func TestGatewayListenStreams(t *testing.T) {
 		t.Error("late tool not listed after list_changed")
 	}
 }
+
+// TestGatewayCachingHints: a server's ttlMs on a resource read reaches a
+// 2026-07-28 client through the gateway; the gateway's own lists say
+// ttlMs 0 (its catalog changes while clients are connected).
+func TestGatewayCachingHints(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "cached", Version: "1"}, nil)
+	srv.AddResource(&mcp.Resource{URI: "test://slow-changing", Name: "s"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Cacheable: mcp.Cacheable{TTLMs: 60000, CacheScope: "private"},
+			Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "stable"}}}, nil
+	})
+	f := startGateway(t, nil, func(o *runtime.Options) { o.ProtocolVersion = "2026-07-28" }, map[string]*mcp.Server{"cached": srv})
+	hs := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	cs := connect2026(t, hs.URL+gateway.Path, "cacher", nil)
+	r, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "mcpledger://cached/test://slow-changing"})
+	if err != nil || r.TTLMs != 60000 || r.CacheScope != "private" {
+		t.Errorf("read: %v ttlMs %d scope %q, want the server's 60000 private", err, r.TTLMs, r.CacheScope)
+	}
+	l, err := cs.ListTools(t.Context(), nil)
+	if err != nil || l.TTLMs != 0 || l.CacheScope != "public" {
+		t.Errorf("tools/list: %v ttlMs %d scope %q", err, l.TTLMs, l.CacheScope)
+	}
+}
