@@ -268,7 +268,10 @@ func (g *Gateway) downstreamProgress(ctx context.Context, req *mcp.ProgressNotif
 
 // downstreamFor picks the client to forward a server's request to (see
 // the comment at the top of this file), or says why there is none.
+// A client of 2026-07-28 takes no requests (only input_required results,
+// which a server of 2025-11-25 does not send): it is never picked.
 func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, *gwCall, error) {
+	able := func(ss *mcp.ServerSession) bool { return !inputRequired(ss) && has(capsOf(ss)) }
 	g.mu.Lock()
 	calls := g.inflight[server]
 	var newest *gwCall
@@ -276,7 +279,7 @@ func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabil
 		newest = calls[n-1]
 	}
 	for i := len(calls) - 1; i >= 0; i-- {
-		if has(capsOf(calls[i].ss)) {
+		if able(calls[i].ss) {
 			gc := calls[i]
 			g.mu.Unlock()
 			return gc.ss, gc, nil
@@ -296,9 +299,14 @@ func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabil
 				"mcpledger: server %q asked for %s with no tool call of it in flight, and %d clients are connected to the gateway: there is no client to ask", server, what, len(all))}
 		}
 		ss = all[0]
-		if has(capsOf(ss)) {
+		if able(ss) {
 			return ss, nil, nil
 		}
+	}
+	if inputRequired(ss) {
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
+			"mcpledger: server %q asked for %s by a request, but the client (%s) speaks MCP 2026-07-28, which takes only input_required results; "+
+				"the request was refused: if the server speaks 2026-07-28, set its \"protocolVersion\" to \"2026-07-28\" (or \"auto\")", server, what, g.caller(ss))}
 	}
 	return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
 		"mcpledger: server %q asked for %s, but the client (%s) did not declare the %s capability; the request was refused", server, what, g.caller(ss), what)}

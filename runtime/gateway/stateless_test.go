@@ -571,3 +571,20 @@ func TestGatewayCachingHints(t *testing.T) {
 		t.Errorf("tools/list: %v ttlMs %d scope %q", err, l.TTLMs, l.CacheScope)
 	}
 }
+
+// TestGatewayRequestOf2025ServerTo2026Client: a server spoken to in
+// 2025-11-25 that asks by request (elicitation/create) during a call of a
+// 2026-07-28 client, which takes none, is refused with a reason naming
+// both and what to change.
+func TestGatewayRequestOf2025ServerTo2026Client(t *testing.T) {
+	up, _ := upstream("up")
+	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
+	hs := httptestServer(t, f, f.gw.HTTPHandler(nil))
+	cs := connect2026(t, hs.URL+gateway.Path, "c26", fullClient("ann"))
+	got := firstTextOf(call(t, cs, "mcp__up__ask", nil))
+	for _, want := range []string{`server "up" asked for elicitation by a request`, "c26/3.0 mcp=2026-07-28", `"protocolVersion"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("tool answers %q, want %q in it", got, want)
+		}
+	}
+}
