@@ -177,7 +177,8 @@ func TestServeHTTPWithToken(t *testing.T) {
 			}
 		case *events.CallStarted:
 			started++
-			if p.Name != "mcp__good__echo" || !strings.HasPrefix(p.Caller, "http-client/1 session=") {
+			// go-sdk's client speaks 2026-07-28 by default: no session.
+			if p.Name != "mcp__good__echo" || p.Caller != "http-client/1 mcp=2026-07-28 caps=roots" {
 				t.Errorf("call.started %+v", p)
 			}
 		}
