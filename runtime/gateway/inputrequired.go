@@ -45,8 +45,9 @@ import (
 // without input_required results (as go-sdk's client does).
 const maxRounds = 10
 
-// approvalInput is the key of the gateway's approval input request.
-const approvalInput = "mcpledger-approval"
+// approvalInput is the key of the gateway's approval input request
+// (namespaced: a server's own keys pass through beside it).
+const approvalInput = "io.mcpledger/approval"
 
 // sealPrefix starts a requestState sealed by the gateway.
 const sealPrefix = "mcpledger1."
@@ -313,10 +314,8 @@ func (g *Gateway) resume(gc *gwCall, rd *round, name string, args json.RawMessag
 	}
 	gc.approvedBy, rd.state = s.Approved, s.Upstream
 	for id, v := range in.responses {
-		if id == approvalInput {
-			if er, ok := v.(*mcp.ElicitResult); ok && s.Asked {
-				gc.answer = er
-			}
+		if id == approvalInput && s.Asked {
+			gc.answer, _ = v.(*mcp.ElicitResult)
 			continue
 		}
 		if rd.responses == nil {

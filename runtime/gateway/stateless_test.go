@@ -169,11 +169,17 @@ func TestGatewayAskPolicyInputRequired(t *testing.T) {
 	raw := connect2026(t, hs.URL+gateway.Path, "raw", &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil }})
 	first := call(t, raw, "mcp__up__echo", map[string]any{"message": "a"})
-	if !first.NeedsInput() || first.RequestState == "" || first.InputRequests["mcpledger-approval"] == nil {
+	if !first.NeedsInput() || first.RequestState == "" || first.InputRequests["io.mcpledger/approval"] == nil {
 		t.Fatalf("first round: %+v", first)
 	}
-	yes := mcp.InputResponseMap{"mcpledger-approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
-	_, err := raw.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__up__echo", Arguments: map[string]any{"message": "other"},
+	yes := mcp.InputResponseMap{"io.mcpledger/approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
+	// An answer nobody asked for (no state of the gateway's) approves
+	// nothing: the client is asked.
+	unasked, err := raw.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__up__echo", Arguments: map[string]any{"message": "a"}, InputResponses: yes})
+	if err != nil || !unasked.NeedsInput() || unasked.InputRequests["io.mcpledger/approval"] == nil {
+		t.Errorf("unsolicited approval: %v %+v", err, unasked)
+	}
+	_, err = raw.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__up__echo", Arguments: map[string]any{"message": "other"},
 		InputResponses: yes, RequestState: first.RequestState})
 	if err == nil || !strings.Contains(err.Error(), "belongs to another call") {
 		t.Errorf("state for other arguments: %v", err)
@@ -197,7 +203,7 @@ func TestGatewayAskPolicyInputRequired(t *testing.T) {
 	}
 	want := []string{"deny approver:gateway", "allow approver:elicitation:approver/3.0",
 		"deny approver:gateway", "deny approver:elicitation:approver/3.0",
-		"deny approver:gateway", "allow approver:elicitation:raw/3.0"}
+		"deny approver:gateway", "deny approver:gateway", "allow approver:elicitation:raw/3.0"}
 	if !slices.Equal(decided, want) {
 		t.Errorf("call.decided %q, want %q", decided, want)
 	}
