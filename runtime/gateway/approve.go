@@ -20,7 +20,10 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{"approve":{
 const maxApprovalArgs = 2000
 
 // approve is the runtime.Approver Bind installs: it asks the user of the client
-// that made the call, by elicitation, whether the call may run. A call
+// that made the call, by elicitation, whether the call may run: a
+// server-to-client elicitation/create, or for a client of 2026-07-28 an
+// input_required result whose retry carries the answer (the first round
+// is then journaled as denied, saying the user was asked). A call
 // that did not come through the gateway, or whose client did not declare
 // the elicitation capability, is denied with a reason saying so. The
 // answer (or its absence) is journaled by the Manager as call.decided, by
@@ -36,6 +39,11 @@ func (g *Gateway) approve(ctx context.Context, req runtime.ApprovalRequest) (run
 		return runtime.Approval{By: "gateway", Reason: fmt.Sprintf("the call policy is ask: the call needs its user's approval, and the client (%s) did not declare the elicitation capability to ask for it; approve it with `mcpledger call`, or set the tool's policy to always", who)}, nil
 	}
 	by := "elicitation:" + strings.SplitN(who, " ", 2)[0]
+	if gc.approvedBy != "" {
+		// Approved in an earlier round of this call (the server then asked
+		// for input, and the call is made again with the answers).
+		return runtime.Approval{Allow: true, By: gc.approvedBy}, nil
+	}
 	args := string(req.Args)
 	if len(args) > maxApprovalArgs {
 		args = args[:maxApprovalArgs] + fmt.Sprintf("… (%d bytes in all)", len(req.Args))
@@ -44,16 +52,30 @@ func (g *Gateway) approve(ctx context.Context, req runtime.ApprovalRequest) (run
 	if a := req.Annotations; a.Destructive != nil && *a.Destructive {
 		msg += "\nThe server marks this tool as destructive."
 	}
-	ectx, cancel := g.forwardContext(ctx, gc, g.opts.ApprovalTimeout)
-	defer cancel()
-	res, err := gc.ss.Elicit(ectx, &mcp.ElicitParams{Message: msg, RequestedSchema: approvalSchema})
+	var res *mcp.ElicitResult
+	if inputRequired(gc.ss) {
+		// A 2026-07-28 client is asked by an input_required result; its
+		// retry carries the answer (inputrequired.go).
+		if res = gc.answer; res == nil {
+			gc.ask = &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: approvalSchema}
+			return runtime.Approval{By: "gateway", Reason: "the call policy is ask: the client's user was asked for approval (input_required); the call runs when the client retries with the answer"}, nil
+		}
+	} else {
+		ectx, cancel := g.forwardContext(ctx, gc, g.opts.ApprovalTimeout)
+		defer cancel()
+		var err error
+		res, err = gc.ss.Elicit(ectx, &mcp.ElicitParams{Message: msg, RequestedSchema: approvalSchema})
+		switch {
+		case err != nil && ctx.Err() == nil && ectx.Err() != nil:
+			return runtime.Approval{By: by, Reason: fmt.Sprintf("no answer within %s", g.opts.ApprovalTimeout)}, nil
+		case err != nil:
+			return runtime.Approval{By: by}, fmt.Errorf("asking %s: %w", who, err)
+		}
+	}
 	switch {
-	case err != nil && ctx.Err() == nil && ectx.Err() != nil:
-		return runtime.Approval{By: by, Reason: fmt.Sprintf("no answer within %s", g.opts.ApprovalTimeout)}, nil
-	case err != nil:
-		return runtime.Approval{By: by}, fmt.Errorf("asking %s: %w", who, err)
 	case res.Action == "accept":
 		if ok, _ := res.Content["approve"].(bool); ok {
+			gc.approvedBy = by
 			return runtime.Approval{Allow: true, By: by}, nil
 		}
 		return runtime.Approval{By: by, Reason: "the user did not approve the call"}, nil

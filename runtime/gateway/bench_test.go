@@ -47,6 +47,9 @@ import (
 //     binary, built for the run; audit durability, its bbolt journal with
 //     fsync in b.TempDir()) → the same server over stdio;
 //   - via-serve-relaxed: the same with serve --relaxed;
+//   - via-serve-2026: via-serve with the client on go-sdk's default,
+//     2026-07-28 (no session: each request carries its _meta and is
+//     served by go-sdk's stateless handler, not the fast call path);
 //   - via-tbxark: the same through the peer, TBXark/mcp-proxy at 4f78891
 //     (Go, mark3labs/mcp-go, records nothing), serving Streamable HTTP;
 //     the binary bench/tbxark.sh builds, named by MCPLEDGER_BENCH_TBXARK
@@ -81,6 +84,11 @@ func BenchmarkGateway(b *testing.B) {
 	})
 	b.Run("via-serve", func(b *testing.B) { benchViaServe(b, bin, false) })
 	b.Run("via-serve-relaxed", func(b *testing.B) { benchViaServe(b, bin, true) })
+	b.Run("via-serve-2026", func(b *testing.B) { // the client on 2026-07-28: sessionless requests
+		pid, url := startServe(b, map[string]any{"command": bin})
+		cs := benchConnectVersion(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, "")
+		benchConcurrency(b, cs, "mcp__srv__echo", pid)
+	})
 	b.Run("via-tbxark", func(b *testing.B) { benchViaTBXark(b, bin) })
 	b.Run("manager-stdio", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Audit) })
 	b.Run("manager-stdio-relaxed", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Relaxed) })
@@ -254,9 +262,18 @@ func benchViaTBXark(b *testing.B, bin string) {
 }
 
 func benchConnect(b *testing.B, t mcp.Transport) *mcp.ClientSession {
+	return benchConnectVersion(b, t, "2025-11-25")
+}
+
+// benchConnectVersion connects a client pinned to version ("": go-sdk's
+// default, 2026-07-28).
+func benchConnectVersion(b *testing.B, t mcp.Transport, version string) *mcp.ClientSession {
 	b.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil).Connect(context.Background(), t,
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	var o *mcp.ClientSessionOptions
+	if version != "" {
+		o = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil).Connect(context.Background(), t, o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
 )
@@ -359,8 +361,8 @@ func (g *Gateway) syncExtras() {
 			res = append(res, offer{name: name, item: exposedItem{server: s.Server, name: r.URI, fp: r.Name + "\x00" + r.Description + "\x00" + r.MIMEType},
 				add: func(name string, it exposedItem) {
 					g.server.AddResource(&mcp.Resource{URI: name, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType},
-						func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-							return g.readResource(ctx, it.server, it.name)
+						func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+							return g.readResource(readRound(ctx, req), it.server, it.name)
 						})
 				}})
 		}
@@ -369,7 +371,7 @@ func (g *Gateway) syncExtras() {
 				add: func(name string, it exposedItem) {
 					err := addTemplate(g.server, &mcp.ResourceTemplate{URITemplate: name, Name: t.Name, Description: t.Description, MIMEType: t.MIMEType},
 						func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-							return g.readResource(ctx, it.server, strings.TrimPrefix(req.Params.URI, prefix))
+							return g.readResource(readRound(ctx, req), it.server, strings.TrimPrefix(req.Params.URI, prefix))
 						})
 					if err != nil {
 						delete(g.templates, name)
@@ -390,7 +392,7 @@ func (g *Gateway) syncExtras() {
 						mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
 					}
 					g.server.AddPrompt(mp, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-						return g.getPrompt(ctx, it.server, it.name, req.Params.Arguments)
+						return g.getPrompt(promptRound(ctx, req), it.server, it.name, req.Params.Arguments)
 					})
 				}})
 		}
@@ -437,4 +439,79 @@ func addTemplate(s *mcp.Server, t *mcp.ResourceTemplate, h mcp.ResourceHandler) 
 	}()
 	s.AddResourceTemplate(t, h)
 	return nil
+}
+
+// startingMiddleware holds a tools/call of a name not exposed yet while a
+// server that may offer it is still starting (over HTTP clients are served
+// from the moment the session is open, and a server's tools are exposed
+// once it is ready): the call goes on when the name is exposed or the
+// server has settled (go-sdk then answers an unknown name), and if the
+// client gives up first, it gets a tool error naming the server and its
+// state instead of "unknown tool".
+func (g *Gateway) startingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil {
+			if res := g.notExposed(ctx, r.Params.Name); res != nil {
+				return res, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// notExposed waits, as startingMiddleware does, for name to be exposed; it
+// returns the tool error to answer if the call cannot go on, nil if it
+// can.
+func (g *Gateway) notExposed(ctx context.Context, name string) *mcp.CallToolResult {
+	if msg := g.awaitExposed(ctx, name); msg != "" {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+	}
+	return nil
+}
+
+// awaitExposed waits until name is exposed or no server that may offer it
+// is starting; it returns why the call cannot go on if ctx or the gateway
+// ends first ("" otherwise).
+func (g *Gateway) awaitExposed(ctx context.Context, name string) string {
+	var tick *time.Ticker
+	for {
+		g.mu.Lock()
+		_, exposed := g.tools[name]
+		g.mu.Unlock()
+		s, starting := g.startingServer(name)
+		if exposed || !starting {
+			return ""
+		}
+		if tick == nil {
+			tick = time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Sprintf("mcpledger: server %q is still %s: its tools are exposed once it is ready (notifications/tools/list_changed)", s.Name, s.State)
+		case <-g.ctx.Done():
+			return ""
+		}
+	}
+}
+
+// startingServer returns a server still starting (configuring, launching
+// or handshaking) that may offer name: the one a namespaced name names,
+// or with PlainNames any.
+func (g *Gateway) startingServer(name string) (projections.ServerStatus, bool) {
+	m := g.m.Load()
+	if m == nil {
+		return projections.ServerStatus{}, false
+	}
+	for _, s := range m.Status() {
+		if !g.opts.PlainNames && !strings.HasPrefix(name, projections.ToolName(s.Name, "")) {
+			continue
+		}
+		switch s.State {
+		case events.StateConfiguring, events.StateLaunching, events.StateHandshaking:
+			return s, true
+		}
+	}
+	return projections.ServerStatus{}, false
 }

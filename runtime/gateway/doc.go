@@ -6,6 +6,10 @@
 // result's own shape, its injection signals under _meta, wrapped in
 // untrusted-content markers if asked.
 //
+// It speaks MCP 2026-07-28 (sessionless requests, answered on the same
+// HTTP endpoint as 2025-11-25 sessions: stateless.go) and the versions
+// before it.
+//
 // It owns the face toward downstream clients: the exposed catalog (tool,
 // resource and prompt names, collisions, list_changed), the HTTP endpoint's
 // guards (bearer token, Host and Origin checks, journaled refusals) and
@@ -16,8 +20,10 @@
 // tools/call nothing could need a stream for, answered as one JSON
 // response without go-sdk's server),
 // forwarding between clients and servers (sampling, elicitation, progress,
-// cancellation, log messages, resource subscriptions), and approvals by
-// elicitation under call policy ask.
+// cancellation, log messages, resource subscriptions, and the rounds of
+// 2026-07-28 input_required results: inputrequired.go), and approvals by
+// elicitation under call policy ask (a request during the call, or an
+// input_required result for a 2026-07-28 client).
 //
 // It uses only the Manager's exported API and the hooks Bind installs in
 // runtime.Options (NewClient, Approver, and a journal that tees the

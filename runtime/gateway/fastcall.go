@@ -109,7 +109,7 @@ func fastEligible(r *http.Request, ss *mcp.ServerSession) bool {
 	if !acceptsBoth(r.Header.Values("Accept")) {
 		return false
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(gatewayProtocolVersions, v) {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && (v >= protocolVersion2026 || !slices.Contains(gatewayProtocolVersions, v)) {
 		return false
 	}
 	// go-sdk serves requests once initialize is answered (it keeps the
@@ -176,7 +176,7 @@ func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.Serv
 	res := g.notExposed(ctx, p.Name)
 	var err error
 	if res == nil {
-		res, err = g.call(ctx, ss, p.Name, p.Arguments, nil)
+		res, err = g.call(ctx, ss, p.Name, p.Arguments, nil, nil)
 	}
 	if err == nil && res.Content == nil {
 		r2 := *res

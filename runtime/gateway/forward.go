@@ -48,8 +48,11 @@ func (g *Gateway) newClient(server string, impl *mcp.Implementation, o *mcp.Clie
 	o.ResourceUpdatedHandler = func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 		g.upstreamUpdated(ctx, server, req.Params)
 	}
+	// Input requests of 2026-07-28 servers come to the gateway
+	// (inputrequired.go), not to go-sdk's answering and retrying.
+	o.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	c := mcp.NewClient(impl, o)
-	c.AddSendingMiddleware(g.progressMiddleware)
+	c.AddSendingMiddleware(g.progressMiddleware, roundMiddleware)
 	c.AddReceivingMiddleware(g.elicitMiddleware(server))
 	return c
 }
@@ -163,7 +166,9 @@ func (g *Gateway) upstreamProgress(_ context.Context, p *mcp.ProgressNotificatio
 // handled after its result. A call that asked for progress therefore
 // answers only once its progress forwarding has been idle for
 // progressQuiet (at most progressLinger after the result), so the client
-// gets them before the result, as the server sent them.
+// gets them before the result, as the server sent them. So does a call of
+// a 2026-07-28 client that asked for log messages (a log level in its
+// _meta): its request's stream is the only way they reach it.
 const (
 	progressQuiet  = 10 * time.Millisecond
 	progressLinger = 250 * time.Millisecond
@@ -172,7 +177,7 @@ const (
 // linger waits for gc's progress forwarding to settle, then forgets its
 // tokens.
 func (g *Gateway) linger(gc *gwCall) {
-	if gc.token == nil {
+	if gc.token == nil && !gc.logs {
 		return
 	}
 	g.settle(func() (int, time.Time) { return gc.forwarding, gc.lastProgress })
@@ -263,7 +268,10 @@ func (g *Gateway) downstreamProgress(ctx context.Context, req *mcp.ProgressNotif
 
 // downstreamFor picks the client to forward a server's request to (see
 // the comment at the top of this file), or says why there is none.
+// A client of 2026-07-28 takes no requests (only input_required results,
+// which a server of 2025-11-25 does not send): it is never picked.
 func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, *gwCall, error) {
+	able := func(ss *mcp.ServerSession) bool { return !inputRequired(ss) && has(capsOf(ss)) }
 	g.mu.Lock()
 	calls := g.inflight[server]
 	var newest *gwCall
@@ -271,7 +279,7 @@ func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabil
 		newest = calls[n-1]
 	}
 	for i := len(calls) - 1; i >= 0; i-- {
-		if has(capsOf(calls[i].ss)) {
+		if able(calls[i].ss) {
 			gc := calls[i]
 			g.mu.Unlock()
 			return gc.ss, gc, nil
@@ -291,9 +299,14 @@ func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabil
 				"mcpledger: server %q asked for %s with no tool call of it in flight, and %d clients are connected to the gateway: there is no client to ask", server, what, len(all))}
 		}
 		ss = all[0]
-		if has(capsOf(ss)) {
+		if able(ss) {
 			return ss, nil, nil
 		}
+	}
+	if inputRequired(ss) {
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
+			"mcpledger: server %q asked for %s by a request, but the client (%s) speaks MCP 2026-07-28, which takes only input_required results; "+
+				"the request was refused: if the server speaks 2026-07-28, set its \"protocolVersion\" to \"2026-07-28\" (or \"auto\")", server, what, g.caller(ss))}
 	}
 	return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
 		"mcpledger: server %q asked for %s, but the client (%s) did not declare the %s capability; the request was refused", server, what, g.caller(ss), what)}
@@ -377,8 +390,13 @@ func (g *Gateway) upstreamLog(_ context.Context, server string, p *mcp.LoggingMe
 	}
 	g.mu.Lock()
 	rel := map[*mcp.ServerSession]context.Context{}
+	var logging []*gwCall // calls that linger for their log messages
 	for _, gc := range g.inflight[server] {
 		rel[gc.ss] = gc.rel // on the stream of a call to that server, when there is one
+		if gc.logs {
+			gc.forwarding++
+			logging = append(logging, gc)
+		}
 	}
 	g.mu.Unlock()
 	for ss := range g.server.Sessions() {
@@ -390,6 +408,12 @@ func (g *Gateway) upstreamLog(_ context.Context, server string, p *mcp.LoggingMe
 		_ = ss.Log(ctx, &out)
 		cancel()
 	}
+	g.mu.Lock()
+	for _, gc := range logging {
+		gc.forwarding--
+		gc.lastProgress = time.Now()
+	}
+	g.mu.Unlock()
 }
 
 // upstreamUpdated tells subscribed clients that a server's resource

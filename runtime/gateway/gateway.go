@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,18 +18,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/guard"
 )
 
 // gatewayProtocolVersions are the MCP versions the gateway speaks to its
-// clients. 2026-07-28 (go-sdk's default) is left out: its sessionless
-// requests have no server-to-client requests, which sampling, elicitation
-// and approval by elicitation need. A 2026 client falls back to
-// initialize with 2025-11-25.
-var gatewayProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// clients. 2026-07-28 requests are sessionless (stateless.go over HTTP);
+// what a server asks of the client during a call (sampling, elicitation,
+// roots) and approval by elicitation reach such a client as an
+// input_required result (inputrequired.go), and a client of an older
+// version as server-to-client requests.
+var gatewayProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Options configure a Gateway. The zero value is usable.
 type Options struct {
@@ -86,12 +87,14 @@ func (o Options) withDefaults() Options {
 // Gateway exposes a Manager's live catalog as one MCP server (go-sdk
 // mcp.Server) that any MCP client can connect to: over stdio
 // (ServeStdio), Streamable HTTP (HTTPHandler) or any go-sdk transport
-// (Server().Connect), in MCP 2025-11-25, 2025-06-18, 2025-03-26 or
-// 2024-11-05.
+// (Server().Connect), in MCP 2026-07-28 (sessionless; over HTTP on the
+// same endpoint as sessions, stateless.go), 2025-11-25, 2025-06-18,
+// 2025-03-26 or 2024-11-05.
 //
 // Tools keep their servers' schemas; calls go through the Manager
 // (validated, gated, journaled, redacted) with the client's identity
-// ("name/version session=ID") as the caller, and are answered with the
+// ("name/version session=ID", or for 2026-07-28 "name/version
+// mcp=VERSION caps=…") as the caller, and are answered with the
 // result bounded in its own shape (runtime.CallResult.Bounded), its
 // injection signals under _meta (MetaSignals), wrapped if Options.Wrap
 // says so. Catalog changes reach clients
@@ -99,7 +102,8 @@ func (o Options) withDefaults() Options {
 // prompts of ready servers are exposed too (folded from the session's
 // resources.listed and prompts.listed events), and reads, prompts,
 // completion and resource subscriptions pass through. Servers' sampling
-// and elicitation requests, progress and log messages are forwarded to
+// and elicitation requests (and, from 2026-07-28 servers, input_required
+// results, inputrequired.go), progress and log messages are forwarded to
 // clients; progress and cancellation flow both ways. Under call policy
 // ask, the client's user is asked by elicitation (see Bind).
 //
@@ -152,6 +156,7 @@ type Gateway struct {
 	logLevel  mcp.LoggingLevel          // most verbose level a client asked for
 	levelSent map[string]int            // server → attempt the level was sent to
 	rej       rejectLimiter
+	stateKey  [32]byte // seals the requestState of input_required results
 }
 
 // gwCall is a tool call in flight through the gateway.
@@ -164,11 +169,23 @@ type gwCall struct {
 	// Streamable HTTP, on that request's stream (go-sdk routes by them).
 	rel context.Context
 
+	// logs: a 2026-07-28 client asked for the call's log messages, which
+	// only its request's stream carries (it lingers for them, see linger).
+	logs bool
+
 	// Guarded by Gateway.mu: the progress tokens sent upstream for it, and
-	// its progress forwarding (see linger).
+	// its progress (and, with logs, log) forwarding (see linger).
 	sent         []string
 	forwarding   int
 	lastProgress time.Time
+
+	// Approval under policy ask (approve.go), on the calling goroutine:
+	// who approved the call in an earlier round, the answer of a
+	// 2026-07-28 client's user to the gateway's approval request, and the
+	// request to send such a client when it must be asked.
+	approvedBy string
+	answer     *mcp.ElicitResult
+	ask        *mcp.ElicitParams
 }
 
 type gwCallKey struct{}
@@ -192,6 +209,7 @@ func New(opts *Options) *Gateway {
 		prompts: map[string]exposedItem{}, hidden: map[string]bool{}, callers: map[*mcp.ServerSession]string{},
 		inflight: map[string][]*gwCall{}, progress: map[string]*gwCall{}, upTokens: map[string]*upstreamToken{},
 		subs: map[exposedItem]int{}, levelSent: map[string]int{}}
+	_, _ = rand.Read(g.stateKey[:]) // never fails (crypto/rand)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
 		Instructions: o.Instructions,
 		Logger:       o.Logger,
@@ -392,8 +410,18 @@ func (g *Gateway) initialized(_ context.Context, req *mcp.InitializedRequest) {
 	}()
 }
 
-// caller returns the identity of the client of ss.
+// caller returns the identity of the client of ss: "name/version
+// session=ID" for a session, and for a client of 2026-07-28 (no session)
+// "name/version mcp=VERSION caps=…", the version and the capabilities
+// (of those the gateway acts on) its request declared.
 func (g *Gateway) caller(ss *mcp.ServerSession) string {
+	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= protocolVersion2026 {
+		name, ver := "unknown", ""
+		if ip.ClientInfo != nil {
+			name, ver = ip.ClientInfo.Name, ip.ClientInfo.Version
+		}
+		return fmt.Sprintf("%s/%s mcp=%s caps=%s", guard.OneLine(name), guard.OneLine(ver), guard.OneLine(ip.ProtocolVersion), capNames(ip.Capabilities))
+	}
 	g.mu.Lock()
 	who, ok := g.callers[ss]
 	g.mu.Unlock()
@@ -407,16 +435,40 @@ func (g *Gateway) caller(ss *mcp.ServerSession) string {
 	return name + " session=" + ss.ID()
 }
 
+// capNames lists the client capabilities the gateway acts on that c
+// declares, comma-separated ("none" if none).
+func capNames(c *mcp.ClientCapabilities) string {
+	var names []string
+	if c != nil {
+		if c.Elicitation != nil {
+			names = append(names, "elicitation")
+		}
+		if c.RootsV2 != nil || c.Roots.ListChanged {
+			names = append(names, "roots")
+		}
+		if c.Sampling != nil {
+			names = append(names, "sampling")
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
 // callTool is the handler of every exposed tool.
 func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return g.call(ctx, req.Session, req.Params.Name, req.Params.Arguments, req.Params.GetProgressToken())
+	p := req.Params
+	return g.call(ctx, req.Session, p.Name, p.Arguments, p.GetProgressToken(),
+		&round{responses: p.InputResponses, state: p.RequestState, logLevel: p.Meta[metaLogLevel]})
 }
 
 // call makes a client's call of the exposed tool name with args (raw
 // JSON; none if empty) for session ss, token its progress token (nil if
-// it asked for none), and answers it guarded. Both call paths end here:
-// go-sdk's (callTool) and the fast one (fastcall.go).
-func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, rawArgs json.RawMessage, token any) (*mcp.CallToolResult, error) {
+// it asked for none), in (nil: none) the inputResponses and requestState
+// of a client's retry (inputrequired.go), and answers it guarded. Both
+// call paths end here: go-sdk's (callTool) and the fast one (fastcall.go).
+func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, rawArgs json.RawMessage, token any, in *round) (*mcp.CallToolResult, error) {
 	m := g.m.Load()
 	g.mu.Lock()
 	t, ok := g.tools[name]
@@ -428,7 +480,17 @@ func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, 
 	defer cancel()
 	stop := context.AfterFunc(g.ctx, cancel) // Close cancels calls in flight
 	defer stop()
-	gc := &gwCall{ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx)}
+	rd := &round{caps: capsOf(ss)}
+	if in != nil {
+		rd.logLevel = in.logLevel
+	}
+	gc := &gwCall{ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx),
+		logs: rd.logLevel != nil && inputRequired(ss)}
+	if in != nil && (in.state != "" || len(in.responses) > 0) {
+		if err := g.resume(gc, rd, name, rawArgs, in); err != nil {
+			return nil, err
+		}
+	}
 	g.track(gc, true)
 	defer g.track(gc, false)
 	ctx = context.WithValue(ctx, gwCallKey{}, gc)
@@ -436,95 +498,44 @@ func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, 
 	if len(rawArgs) > 0 {
 		args = rawArgs
 	}
-	r, err := m.CallToolWith(ctx, t.catalog, args, &runtime.CallOptions{Caller: g.caller(ss), Wrap: g.opts.Wrap})
-	g.linger(gc)
-	if r != nil && r.Result != nil {
-		return g.guarded(r), nil // isError results (unknown tool, tool errors) too
-	}
-	if err == nil {
-		return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
-	}
-	if ctx.Err() != nil && g.ctx.Err() == nil {
-		return nil, err // the client cancelled: nobody reads the answer
-	}
-	// Everything else (denied, invalid arguments, unavailable, timed out,
-	// outcome unknown) is a tool error the model can read.
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "mcpledger: " + err.Error()}}}, nil
-}
-
-// startingMiddleware holds a tools/call of a name not exposed yet while a
-// server that may offer it is still starting (over HTTP clients are served
-// from the moment the session is open, and a server's tools are exposed
-// once it is ready): the call goes on when the name is exposed or the
-// server has settled (go-sdk then answers an unknown name), and if the
-// client gives up first, it gets a tool error naming the server and its
-// state instead of "unknown tool".
-func (g *Gateway) startingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil {
-			if res := g.notExposed(ctx, r.Params.Name); res != nil {
-				return res, nil
+	direct := !inputRequired(ss) // asked by server-to-client requests
+	for n := 1; ; n++ {
+		r, err := m.CallToolWith(withRound(ctx, rd), t.catalog, args, &runtime.CallOptions{Caller: g.caller(ss), Wrap: g.opts.Wrap})
+		g.linger(gc)
+		if gc.ask != nil && errors.As(err, new(*runtime.DeniedError)) {
+			// A 2026-07-28 client's user is asked for approval.
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: gc.ask},
+				RequestState: g.seal(sealed{Name: name, Args: argsDigest(rawArgs), Asked: true})}, nil
+		}
+		if r != nil && r.Result != nil {
+			reqs := needsInput(r.Result)
+			if reqs == nil {
+				return g.guarded(r), nil // isError results (unknown tool, tool errors) too
+			}
+			if !direct {
+				return &mcp.CallToolResult{InputRequests: reqs, RequestState: g.seal(sealed{Name: name, Args: argsDigest(rawArgs),
+					Approved: gc.approvedBy, Upstream: r.Result.RequestState})}, nil
+			}
+			if len(reqs) == 0 || n >= maxRounds {
+				err = fmt.Errorf("server %q asked for input %d times without completing the call (or is shedding load): retry later", t.server, n)
+			} else if rd.responses, err = g.fulfill(ctx, t.server, gc, reqs); err == nil {
+				rd.state = r.Result.RequestState
+				continue
 			}
 		}
-		return next(ctx, method, req)
-	}
-}
-
-// notExposed waits, as startingMiddleware does, for name to be exposed; it
-// returns the tool error to answer if the call cannot go on, nil if it
-// can.
-func (g *Gateway) notExposed(ctx context.Context, name string) *mcp.CallToolResult {
-	if msg := g.awaitExposed(ctx, name); msg != "" {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
-	}
-	return nil
-}
-
-// awaitExposed waits until name is exposed or no server that may offer it
-// is starting; it returns why the call cannot go on if ctx or the gateway
-// ends first ("" otherwise).
-func (g *Gateway) awaitExposed(ctx context.Context, name string) string {
-	var tick *time.Ticker
-	for {
-		g.mu.Lock()
-		_, exposed := g.tools[name]
-		g.mu.Unlock()
-		s, starting := g.startingServer(name)
-		if exposed || !starting {
-			return ""
+		if err == nil {
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
 		}
-		if tick == nil {
-			tick = time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
+		if ctx.Err() != nil && g.ctx.Err() == nil {
+			return nil, err // the client cancelled: nobody reads the answer
 		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return fmt.Sprintf("mcpledger: server %q is still %s: its tools are exposed once it is ready (notifications/tools/list_changed)", s.Name, s.State)
-		case <-g.ctx.Done():
-			return ""
+		if je := (*jsonrpc.Error)(nil); errors.As(err, &je) && je.Code == mcp.CodeMissingRequiredClientCapabilities {
+			return nil, passErr(err) // the server needs a capability the client did not declare: the client's to know
 		}
+		// Everything else (denied, invalid arguments, unavailable, timed out,
+		// outcome unknown) is a tool error the model can read.
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "mcpledger: " + err.Error()}}}, nil
 	}
-}
-
-// startingServer returns a server still starting (configuring, launching
-// or handshaking) that may offer name: the one a namespaced name names,
-// or with PlainNames any.
-func (g *Gateway) startingServer(name string) (projections.ServerStatus, bool) {
-	m := g.m.Load()
-	if m == nil {
-		return projections.ServerStatus{}, false
-	}
-	for _, s := range m.Status() {
-		if !g.opts.PlainNames && !strings.HasPrefix(name, projections.ToolName(s.Name, "")) {
-			continue
-		}
-		switch s.State {
-		case events.StateConfiguring, events.StateLaunching, events.StateHandshaking:
-			return s, true
-		}
-	}
-	return projections.ServerStatus{}, false
 }
 
 // track adds (or removes) a call in flight to its server.

@@ -655,8 +655,7 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // TestGatewayProtocolVersions: clients on 2025-11-25 and 2025-06-18 get
-// their version; a client on go-sdk's default (2026-07-28, sessionless)
-// falls back to 2025-11-25.
+// their version, and a client on go-sdk's default speaks 2026-07-28.
 func TestGatewayProtocolVersions(t *testing.T) {
 	up, _ := upstream("up")
 	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
@@ -675,7 +674,7 @@ func TestGatewayProtocolVersions(t *testing.T) {
 		}
 		want := v
 		if want == "" {
-			want = "2025-11-25"
+			want = "2026-07-28"
 		}
 		if got := cs.InitializeResult().ProtocolVersion; got != want {
 			t.Errorf("asked %q, negotiated %q", v, got)

@@ -108,7 +108,9 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 // Past the guards, requests are bounded: by the budget of body bytes and
 // requests in flight (503 with Retry-After, journaled as busy), the body
 // limit (413), the body timeout (408, journaled as slow_body) and the
-// session cap (see HTTPOptions).
+// session cap (see HTTPOptions). Then a request of a session, or one that
+// opens one, goes to go-sdk's stateful handler, and a sessionless
+// (2026-07-28) one to its stateless handler (stateless.go).
 func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 	var opts HTTPOptions
 	if o != nil {
@@ -123,6 +125,7 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 		// Idle sessions are closed by the session table, which sees every
 		// request (go-sdk's timer misses those of the fast call path).
 		&mcp.StreamableHTTPOptions{Logger: g.log, MaxRequestBodyBytes: opts.MaxBodyBytes})
+	h := handlers{stateful: mcpHandler, stateless: g.newStatelessHandler(opts.MaxBodyBytes), listens: &listenCap{max: opts.MaxSessions}}
 	b := &budget{maxBytes: opts.MaxInflightBytes, maxReqs: opts.MaxInflight, idle: opts.OnIdle}
 	context.AfterFunc(g.ctx, b.stop)
 	sessions := newSessionTable(opts.MaxSessions, g.server, opts.SessionTimeout)
@@ -154,15 +157,25 @@ func (g *Gateway) HTTPHandler(o *HTTPOptions) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		g.serveBounded(w, r, mcpHandler, b, sessions, opts)
+		g.serveBounded(w, r, h, b, sessions, opts)
 	})
+}
+
+// handlers are go-sdk's two Streamable HTTP handlers of the gateway's
+// server: sessions (2025-11-25 and older) and sessionless requests
+// (2026-07-28), see stateless.go.
+type handlers struct {
+	stateful, stateless http.Handler
+	listens             *listenCap
 }
 
 // serveBounded hands r to go-sdk within the budget, the body limit and
 // timeout, and the session cap.
-func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Handler, b *budget, sessions *sessionTable, opts HTTPOptions) {
+func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, hs handlers, b *budget, sessions *sessionTable, opts HTTPOptions) {
+	h := hs.stateful
 	var ss *mcp.ServerSession
-	if id := r.Header.Get(sessionHeader); id != "" {
+	id := r.Header.Get(sessionHeader)
+	if id != "" {
 		var ok bool
 		post := r.Method == http.MethodPost
 		if ss, ok = sessions.begin(id, post); ok {
@@ -170,6 +183,9 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		}
 	}
 	if r.Method != http.MethodPost {
+		if id == "" && statelessHeader(r) {
+			h = hs.stateless // 405: a sessionless client has no stream to GET nor session to DELETE
+		}
 		h.ServeHTTP(w, r) // GET streams and DELETE: no body
 		return
 	}
@@ -191,7 +207,7 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		}
 		g.refuseBody(w, r, err, opts.BodyTimeout)
 	}
-	if id := r.Header.Get(sessionHeader); id != "" {
+	if id != "" {
 		if r.ContentLength >= 0 && fastEligible(r, ss) {
 			buf, err := readBody(body, r.ContentLength)
 			if err == nil && g.serveFast(w, r, ss, buf) {
@@ -207,19 +223,37 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, h http.Ha
 		}
 		return
 	}
-	// A POST without a session ID opens a session (go-sdk creates one for
-	// whatever it carries; an initialize, from a well-behaved client).
+	if routeSessionless(r, body, opts.MaxBodyBytes) {
+		if isListen(r) {
+			if !hs.listens.take() {
+				setRetryAfter(w.Header())
+				g.rejectHTTP(w, r, events.RejectBusy, http.StatusServiceUnavailable,
+					fmt.Sprintf("mcpledger: the gateway holds %d subscriptions/listen streams; retry later", opts.MaxSessions))
+				return
+			}
+			defer hs.listens.give()
+			body.stream = true
+			if body.finished {
+				body.release() // read already (routeSessionless)
+			}
+		}
+		hs.stateless.ServeHTTP(rw, r)
+		return
+	}
+	// Any other POST without a session ID opens a session (go-sdk creates
+	// one for whatever it carries; an initialize, from a well-behaved
+	// client).
 	if !sessions.admit() {
 		setRetryAfter(w.Header())
 		g.rejectHTTP(w, r, events.RejectBusy, http.StatusServiceUnavailable,
 			fmt.Sprintf("mcpledger: the gateway holds %d client sessions, every one busy; retry later", opts.MaxSessions))
 		return
 	}
-	var id string
-	defer func() { sessions.added(id) }()
+	var opened string
+	defer func() { sessions.added(opened) }()
 	h.ServeHTTP(rw, r)
 	if !rw.refused {
-		id = w.Header().Get(sessionHeader)
+		opened = w.Header().Get(sessionHeader)
 	}
 }
 

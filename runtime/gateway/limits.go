@@ -18,7 +18,9 @@ import (
 // answered 503 with Retry-After and journaled (gateway.rejected, reason
 // busy). A body that does not arrive within the body timeout is cut (408,
 // reason slow_body). GET streams take no share: they are bounded by the
-// session cap (see sessionTable).
+// session cap (see sessionTable). Nor do 2026-07-28 subscriptions/listen
+// streams once their body is read: they are bounded by a cap of their own
+// (listenCap, at the session cap).
 //
 // What a request's share bounds: go-sdk reads the body whole, tries it as
 // a batch, decodes it into its message, then into the tool's arguments
@@ -144,6 +146,10 @@ type meteredBody struct {
 	taken    bool
 	refusal  error // errBusy or errSlowBody, once refused
 	finished bool
+	// stream: the request is a long-lived stream (a 2026-07-28
+	// subscriptions/listen), which gives back its share once its body is
+	// read whole, as a GET stream takes none (listenCap bounds them).
+	stream bool
 }
 
 // newMeteredBody arms the body timeout on r's connection and meters r's
@@ -172,6 +178,9 @@ func (mb *meteredBody) Read(p []byte) (int, error) {
 		// connection read fails).
 		mb.finished = true
 		_ = mb.rc.SetReadDeadline(time.Time{})
+		if mb.stream {
+			mb.release()
+		}
 	}
 	var ne interface{ Timeout() bool }
 	if err != nil && errors.As(err, &ne) && ne.Timeout() {
