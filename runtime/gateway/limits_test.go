@@ -40,17 +40,33 @@ func rawPost(t *testing.T, endpoint, id, body string) (*http.Response, string) {
 const pingBody = `{"jsonrpc":"2.0","id":9,"method":"ping"}`
 
 // rawSession initializes a session and returns its ID.
+//
+// Under a small request budget (MaxInflight) a request may be refused
+// busy (503) while the answer to the one before it is on its way back:
+// the budget is given back when that request's handler returns. It
+// retries those, as Retry-After tells a client to.
 func rawSession(t *testing.T, endpoint string) string {
 	t.Helper()
-	resp, body := rawPost(t, endpoint, "", initializeBody)
+	resp, body := rawPostUnbusy(t, endpoint, "", initializeBody)
 	id := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != 200 || id == "" {
 		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := rawPost(t, endpoint, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != 202 {
+	if resp, body := rawPostUnbusy(t, endpoint, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != 202 {
 		t.Fatalf("initialized: %d %s", resp.StatusCode, body)
 	}
 	return id
+}
+
+// rawPostUnbusy is rawPost, again while it is refused busy (for up to 5 s).
+func rawPostUnbusy(t *testing.T, endpoint, session, body string) (*http.Response, string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, got := rawPost(t, endpoint, session, body)
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return resp, got
+		}
+	}
 }
 
 // rejections returns the gateway.rejected records, reason by reason.
@@ -78,8 +94,17 @@ func TestGatewayHTTPBusy(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	held := make(chan error, 1)
 	go func() { // ends when cancel ends the call
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__slow"})
-		held <- err
+		for {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__slow"})
+			if err != nil && ctx.Err() == nil && strings.Contains(err.Error(), http.StatusText(http.StatusServiceUnavailable)) {
+				// Refused busy while rawSession's last answer was on
+				// its way back (see rawSession): try again.
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			held <- err
+			return
+		}
 	}()
 	for inFlight := false; !inFlight; time.Sleep(10 * time.Millisecond) { // the slow call holds the budget
 		select {
