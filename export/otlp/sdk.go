@@ -205,8 +205,8 @@ func (c *logCollector) OnEmit(_ context.Context, r *sdklog.Record) error {
 	return nil
 }
 func (c *logCollector) Enabled(context.Context, sdklog.EnabledParameters) bool { return true }
-func (c *logCollector) Shutdown(context.Context) error                       { return nil }
-func (c *logCollector) ForceFlush(context.Context) error                     { return nil }
+func (c *logCollector) Shutdown(context.Context) error                         { return nil }
+func (c *logCollector) ForceFlush(context.Context) error                       { return nil }
 
 // checkEnv refuses the settings the SDK would ignore or misread with a
 // line on stderr: mcpledger says what is wrong once, before it starts.
