@@ -42,7 +42,7 @@ type Cursor struct {
 }
 
 // cursorLen is the length of a stored cursor's value.
-const cursorLen = 4 + 8 + 8
+const cursorLen = 20 // crc32c 4 ‖ gpos 8 ‖ from 8
 
 // SaveCursor stores c under name, durably: it returns after its own
 // commit. It fails with [ErrReadOnly], [ErrClosed], or [ErrInvalid] for
