@@ -88,6 +88,9 @@ func TestCursorRefused(t *testing.T) {
 			t.Errorf("SaveCursor(%q, %+v): %v, want ErrInvalid", bad.name, bad.c, err)
 		}
 	}
+	if err := j.SaveCursor(ctx, "a", store.Cursor{GPos: 2, From: 4}); err == nil || !strings.Contains(err.Error(), "outside 1 to 3") {
+		t.Errorf("SaveCursor with From past GPos+1: %v; want it to give the range, 1 to 3", err)
+	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := j.SaveCursor(cancelled, "a", store.Cursor{GPos: 2, From: 3}); !errors.Is(err, context.Canceled) {

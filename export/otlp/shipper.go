@@ -43,8 +43,13 @@ type Options struct {
 	// Logger gets one line when exports start failing and one when they
 	// recover. Nil: silent.
 	Logger *slog.Logger
-	// Batch is how many events one export carries at most. Default 256.
+	// Batch is how many events one export carries at most. Default
+	// 1024.
 	Batch int
+	// MaxBytes ends a batch early once its log records' bodies (the
+	// events' payloads, most of a request) reach this many bytes, to stay
+	// under receivers' request limits. Default 4 MiB.
+	MaxBytes int
 	// Linger is how long Follow waits for more events before it exports
 	// a part batch. Default 200 ms.
 	Linger time.Duration
@@ -81,7 +86,10 @@ func NewShipper(src Source, cur Cursor, exp Exporter, o *Options) *Shipper {
 		s.o = *o
 	}
 	if s.o.Batch <= 0 {
-		s.o.Batch = 256
+		s.o.Batch = 1024
+	}
+	if s.o.MaxBytes <= 0 {
+		s.o.MaxBytes = 4 << 20
 	}
 	if s.o.Linger <= 0 {
 		s.o.Linger = 200 * time.Millisecond
@@ -187,7 +195,7 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 			continue // shipped before: read again to rebuild open spans
 		}
 		b.add(it.e.GPos, spans, rec)
-		if b.events >= s.o.Batch {
+		if b.events >= s.o.Batch || b.bytes >= s.o.MaxBytes {
 			linger.Stop()
 			if err := s.flush(ctx, m, &b, &st); err != nil {
 				return st, err
@@ -204,6 +212,7 @@ type batch struct {
 	logs   []Log
 	last   uint64
 	events int
+	bytes  int
 }
 
 func (b *batch) add(gpos uint64, spans []Span, rec Log) {
@@ -211,6 +220,7 @@ func (b *batch) add(gpos uint64, spans []Span, rec Log) {
 	b.logs = append(b.logs, rec)
 	b.last = gpos
 	b.events++
+	b.bytes += len(rec.Body)
 }
 
 // flush exports b until the receiver acknowledges it, then saves the
