@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"slices"
@@ -114,6 +115,9 @@ type Mapper struct {
 	calls map[callKey]*openCall
 	conns map[connKey]*openConn
 	peers map[connKey]peer
+	// last is the time of the last event of each session with an open
+	// connection span, for ending it when a later session starts.
+	last map[uuid.UUID]int64
 }
 
 type callKey struct {
@@ -147,7 +151,7 @@ type peer struct {
 
 // NewMapper returns a Mapper that has seen no event.
 func NewMapper() *Mapper {
-	return &Mapper{calls: map[callKey]*openCall{}, conns: map[connKey]*openConn{}, peers: map[connKey]peer{}}
+	return &Mapper{calls: map[callKey]*openCall{}, conns: map[connKey]*openConn{}, peers: map[connKey]peer{}, last: map[uuid.UUID]int64{}}
 }
 
 // From returns the global position of the oldest event an unended span
@@ -184,7 +188,12 @@ func (m *Mapper) Map(e events.Event) ([]Span, Log) {
 	case *events.ServerTransitioned:
 		ended = m.transitioned(e, p, &rec)
 	case *events.SessionStopped:
-		ended = m.sessionStopped(e)
+		ended = m.sessionStopped(e.Session, e.Time)
+	case *events.SessionStarted:
+		ended = m.sessionStarted(e)
+	}
+	if _, ok := m.last[e.Session]; ok {
+		m.last[e.Session] = e.Time
 	}
 	if c := m.conns[connKey{e.Session, e.Server}]; c != nil && !rec.TraceID.IsValid() {
 		// Any other event of a connecting server belongs to its span.
@@ -320,6 +329,7 @@ func (m *Mapper) transitioned(e events.Event, p *events.ServerTransitioned, rec 
 			},
 		}}
 		m.conns[k] = c
+		m.last[e.Session] = e.Time
 	}
 	rec.TraceID, rec.SpanID = c.span.TraceID, c.span.SpanID
 	attrs := []attribute.KeyValue{
@@ -342,13 +352,29 @@ func (m *Mapper) transitioned(e events.Event, p *events.ServerTransitioned, rec 
 	return []Span{m.endConn(c, e.Time, p)}
 }
 
-// sessionStopped ends the session's open connection spans.
-func (m *Mapper) sessionStopped(e events.Event) []Span {
+// sessionStarted ends the connection spans of earlier sessions, at their
+// session's last event: one process holds a journal at a time, so a
+// session that starts means the others ended (a killed one without a
+// session.stopped).
+func (m *Mapper) sessionStarted(e events.Event) []Span {
 	var ended []Span
+	for sid, at := range m.last {
+		if sid != e.Session {
+			ended = append(ended, m.sessionStopped(sid, at)...)
+		}
+	}
+	slices.SortFunc(ended, func(a, b Span) int { return cmp.Or(cmp.Compare(a.Start, b.Start), strings.Compare(a.Name, b.Name)) })
+	return ended
+}
+
+// sessionStopped ends the session's open connection spans at time at.
+func (m *Mapper) sessionStopped(session uuid.UUID, at int64) []Span {
+	var ended []Span
+	delete(m.last, session)
 	for k, c := range m.conns {
-		if k.session == e.Session {
+		if k.session == session {
 			delete(m.conns, k)
-			ended = append(ended, m.endConn(c, e.Time, nil))
+			ended = append(ended, m.endConn(c, at, nil))
 		}
 	}
 	// Map iteration order is random; the output is not.

@@ -200,3 +200,30 @@ func TestMappingNoSecrets(t *testing.T) {
 		t.Errorf("a span carries the call's arguments:\n%s", out)
 	}
 }
+
+// TestMappingKilledSession: a session killed with its servers connected
+// (no session.stopped) has its connection spans ended, at its last
+// event, when the next session starts; nothing stays open, so a restart
+// does not read the killed session again.
+func TestMappingKilledSession(t *testing.T) {
+	killed := callEvents()[:4] // gh ready, then nothing
+	next := uuid.MustParse("01a20252-0000-7000-8000-000000000002")
+	start := events.New(time.Date(2026, 11, 27, 11, 0, 0, 0, time.UTC), "", &events.SessionStarted{Seed: 2})
+	start.Session, start.Seq, start.GPos, start.ID = next, 1, 5, uuid.MustParse("01a20252-0000-7000-8000-000000000200")
+	m := otlp.NewMapper()
+	for _, e := range killed {
+		if s, _ := m.Map(e); len(s) != 0 {
+			t.Fatalf("span ended by %s", e.Kind)
+		}
+	}
+	if m.From() != 2 {
+		t.Fatalf("From = %d with gh's connection open since gpos 2", m.From())
+	}
+	spans, _ := m.Map(start)
+	if len(spans) != 1 || spans[0].Name != "connection gh" || spans[0].End != killed[3].Time || spans[0].Status != 0 {
+		t.Fatalf("spans at the next session's start: %s", render(spans, nil))
+	}
+	if m.From() != 0 {
+		t.Errorf("From = %d after the next session started, want 0 (nothing open)", m.From())
+	}
+}
