@@ -202,3 +202,50 @@ func TestArchiveKeepsCursors(t *testing.T) {
 		t.Errorf("Cursor after Archive = %+v, %v", c, err)
 	}
 }
+
+// TestReaderCursor: a Reader gives the cursor the file holds, through
+// the writer while one serves it and from the file after, and reports a
+// missing or damaged one with the same sentinels as Journal.Cursor.
+func TestReaderCursor(t *testing.T) {
+	path := tempPath(t)
+	j := mustOpen(t, path, noSync())
+	if _, err := j.Append(t.Context(), events.NewID(), store.NoStream, evs(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SaveCursor(t.Context(), "otlp", store.Cursor{GPos: 2, From: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(j)
+	r, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: s.remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	check := func(how string) {
+		t.Helper()
+		if c, err := r.Cursor(t.Context(), "otlp"); err != nil || c != (store.Cursor{GPos: 2, From: 1}) {
+			t.Errorf("%s: Cursor = %+v, %v", how, c, err)
+		}
+		if _, err := r.Cursor(t.Context(), "other"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: Cursor of an unsaved name: %v, want ErrNotFound", how, err)
+		}
+	}
+	check("through the writer")
+	s.stop()
+	j.Close()
+	check("from the file")
+
+	putRaw(t, path, "cursors", "otlp", []byte("not a cursor"))
+	j = mustOpen(t, path, noSync())
+	defer j.Close()
+	s = serve(j)
+	defer s.stop()
+	r2, err := store.OpenReader(t.Context(), path, &store.ReaderOptions{Remote: s.remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if _, err := r2.Cursor(t.Context(), "otlp"); !errors.Is(err, store.ErrCursorDamaged) {
+		t.Errorf("through the writer, a damaged cursor: %v, want ErrCursorDamaged", err)
+	}
+}

@@ -451,7 +451,32 @@ func TestLiveExportToJaeger(t *testing.T) {
 		t.Fatalf("%d call spans in the journal, want 4", len(live))
 	}
 	checkSpans(t, jg, live)
+
+	// Jaeger down: status shows the backlog, which is sent when it is
+	// back.
+	jg.kill()
+	echoCalls(t, jp, 4, 1)
+	if lag := statusLag(t, jp); lag == nil || lag.Events < 2 {
+		t.Errorf("status with Jaeger down: export %+v; want the call's events behind", lag)
+	}
+	if r := runCLI(t, "status", "--journal", jp); !strings.Contains(r.stdout, "events behind") {
+		t.Errorf("status with Jaeger down says:\n%s", r.stdout)
+	}
+	jg.start(t)
+	all := callSpans(t, jp)
+	checkSpans(t, jg, newer(live, all))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if lag := statusLag(t, jp); lag != nil && lag.Events == 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("status after Jaeger came back: export %+v, want up to date", lag)
+		}
+	}
+	live = all
 	stopRun(t, holder)
+	if lag := statusLag(t, jp); lag == nil || lag.Events != 0 {
+		t.Errorf("status after run stopped: export %+v; want up to date (run ships its session's end)", lag)
+	}
 	j, err := store.Open(jp, &store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -471,4 +496,20 @@ func TestLiveExportToJaeger(t *testing.T) {
 		t.Fatalf("ship: exit %d\n%s", code, out)
 	}
 	checkSpans(t, jg, live)
+}
+
+// statusLag is the export lag `status --json` reports.
+func statusLag(t *testing.T, jp string) *exportLag {
+	t.Helper()
+	r := runCLI(t, "status", "--json", "--journal", jp)
+	if r.err != nil {
+		t.Fatalf("status: %v\n%s", r.err, r.stderr)
+	}
+	var res struct {
+		Export *exportLag `json:"export"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, r.stdout)
+	}
+	return res.Export
 }
