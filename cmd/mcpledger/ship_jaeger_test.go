@@ -5,6 +5,7 @@ package main
 // with in-memory storage, and read back through its query API (api/v3).
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
@@ -512,4 +515,52 @@ func statusLag(t *testing.T, jp string) *exportLag {
 		t.Fatalf("status --json: %v\n%s", err, r.stdout)
 	}
 	return res.Export
+}
+
+// TestServeExportToJaeger: calls through `serve --otlp-endpoint` from an
+// MCP client appear in Jaeger as spans with the conventions' names and
+// attributes, and the client's identity.
+func TestServeExportToJaeger(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Jaeger")
+	}
+	jg := startJaeger(t)
+	dir := t.TempDir()
+	cfg := faultConfig(t, dir, false)
+	jp := filepath.Join(dir, "journal.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errb := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--journal", jp,
+			"--otlp-endpoint", jg.otlp}, strings.NewReader(""), io.Discard, errb)
+	}()
+	url := waitServing(t, errb, done)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "otel-client", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__good__echo", Arguments: map[string]any{"message": fmt.Sprint(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs.Close()
+	spans := callSpans(t, jp)
+	if len(spans) != 3 {
+		t.Fatalf("%d call spans in the journal, want 3", len(spans))
+	}
+	checkSpans(t, jg, spans)
+	for _, s := range spans {
+		got := jg.trace(t, hex.EncodeToString(s.TraceID[:]))
+		if len(got) != 1 || !strings.Contains(got[0].attr("mcpledger.call.caller"), "otel-client") {
+			t.Errorf("span %s in jaeger: caller %q, want the client's name", s.SpanID, got[0].attr("mcpledger.call.caller"))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v\n%s", err, errb.String())
+	}
 }

@@ -77,6 +77,7 @@ const (
 	keyDecision        = "mcpledger.call.decision"
 	keyDecisionReason  = "mcpledger.call.decision_reason"
 	keyAttempt         = "mcpledger.call.attempt"
+	keyCaller          = "mcpledger.call.caller"
 	keyRetryOf         = "mcpledger.call.retry_of"
 	keyRetrying        = "mcpledger.call.retrying"
 	keySignals         = "mcpledger.call.injection_signals"
@@ -257,6 +258,9 @@ func (m *Mapper) callStarted(e events.Event, p *events.CallStarted, rec *Log) {
 	}
 	if p.Attempt != 0 {
 		c.span.Attrs = append(c.span.Attrs, attribute.Int(keyAttempt, p.Attempt))
+	}
+	if p.Caller != "" {
+		c.span.Attrs = append(c.span.Attrs, attribute.String(keyCaller, p.Caller))
 	}
 	if p.RetryOf != "" {
 		// A retry joins its first try's trace and links that span.

@@ -140,7 +140,7 @@ func callEvents() []events.Event {
 	add(21, "gh", &events.CallStarted{CallID: "c2", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Text: `{"p":"x"}`, Size: 9}, Policy: "ask", ApprovedBy: "approver", Attempt: 1})
 	add(40, "gh", &events.CallFinished{CallID: "c2", Outcome: events.OutcomeLost, Error: "connection lost", Retrying: true, DurationNs: 19e6})
 	add(41, "gh", &events.ServerTransitioned{From: events.StateReady, To: events.StateReconnecting, Trigger: "transport_closed", Attempt: 1})
-	add(45, "gh", &events.CallStarted{CallID: "c3", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Size: 9}, Policy: "ask", ApprovedBy: "approver", Attempt: 2, RetryOf: "c2"})
+	add(45, "gh", &events.CallStarted{CallID: "c3", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Size: 9}, Policy: "ask", ApprovedBy: "approver", Attempt: 2, RetryOf: "c2", Caller: "claude-code/2.1"})
 	add(60, "gh", &events.CallFinished{CallID: "c3", Outcome: events.OutcomeOK, Result: events.Blob{Size: 120}, Signals: []string{"ignore_previous"}, CutChars: 10, DurationNs: 15e6})
 	add(70, "gh", &events.ServerTransitioned{From: events.StateReady, To: events.StateFailed, Trigger: "process_exited", Attempt: 2,
 		Error: &events.ClassifiedError{Class: "crash", Message: "exit status 1"}})
