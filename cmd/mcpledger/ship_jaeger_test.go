@@ -287,6 +287,11 @@ func TestShipToJaeger(t *testing.T) {
 	echoCalls(t, jp, 0, 3)
 
 	shipEnv := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + jg.otlp, "OTEL_SERVICE_NAME=mcpledger-test"}
+	// Without --cursor, ship would hold the journal: beside run it says
+	// how to ship anyway.
+	if code, out := runCLIProcess(t, shipEnv, "ship", "--journal", jp); code != 1 || !strings.Contains(out, "mcpledger ship --cursor FILE") {
+		t.Errorf("ship beside run without --cursor: exit %d\n%s", code, out)
+	}
 	ship, shipOut := cliProcess(t, shipEnv, "ship", "--follow", "--cursor", cursor, "--journal", jp)
 	if err := ship.Start(); err != nil {
 		t.Fatal(err)
