@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -105,6 +106,23 @@ func (jg *jaeger) kill() {
 		_ = jg.cmd.Wait()
 		jg.cmd = nil
 	}
+}
+
+// services lists the service names Jaeger holds spans of.
+func (jg *jaeger) services(t *testing.T) []string {
+	t.Helper()
+	resp, err := http.Get(jg.query + "/api/v3/services")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res struct {
+		Services []string `json:"services"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Services
 }
 
 // jspan is a span as Jaeger's api/v3 returns it.
@@ -302,6 +320,9 @@ func TestShipToJaeger(t *testing.T) {
 		t.Fatalf("%d call spans in the journal, want 3", len(first))
 	}
 	checkSpans(t, jg, first)
+	if got := jg.services(t); !slices.Contains(got, "mcpledger-test") {
+		t.Errorf("jaeger's services %v: want OTEL_SERVICE_NAME's mcpledger-test", got)
+	}
 
 	// Jaeger killed: the calls made meanwhile wait in the journal.
 	jg.kill()
@@ -459,6 +480,9 @@ func TestLiveExportToJaeger(t *testing.T) {
 		t.Fatalf("%d call spans in the journal, want 4", len(live))
 	}
 	checkSpans(t, jg, live)
+	if got := jg.services(t); !slices.Equal(got, []string{"mcpledger"}) {
+		t.Errorf("jaeger's services %v: want mcpledger alone (the default)", got)
+	}
 
 	// Jaeger down: status shows the backlog, which is sent when it is
 	// back.

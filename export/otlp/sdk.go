@@ -62,13 +62,13 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 	if err := checkEnv(o); err != nil {
 		return nil, err
 	}
-	res, err := resource.Merge(resource.NewSchemaless(attribute.String("service.name", "mcpledger")), envResource(ctx))
+	env, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	if r, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK()); err != nil {
 		return nil, fmt.Errorf("%w: OTEL_RESOURCE_ATTRIBUTES or OTEL_SERVICE_NAME: %w (give key=value pairs, comma-separated, values URL-encoded)", ErrConfig, err)
-	} else if res, err = resource.Merge(res, r); err != nil {
+	}
+	// service.name is mcpledger unless the environment names another.
+	res, err := resource.Merge(resource.NewSchemaless(attribute.String("service.name", "mcpledger")), env)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	topts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false})}
@@ -97,14 +97,6 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 	x.lp = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(x.lc))
 	x.logger = x.lp.Logger(scopeName)
 	return x, nil
-}
-
-// envResource is the resource OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES describe, empty if they fail (NewExporter
-// reports that).
-func envResource(ctx context.Context) *resource.Resource {
-	r, _ := resource.New(ctx)
-	return r
 }
 
 // Export sends spans and then logs, and returns nil only after the
