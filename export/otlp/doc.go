@@ -35,8 +35,9 @@
 //
 // # Shipping ([Shipper])
 //
-// A Shipper reads the events after its [Cursor] (store.Journal.ReadAll,
-// or Follow), maps them, and hands each batch to the [Exporter]; only
+// A Shipper reads the events after its [Cursor] (ReadAll of a
+// store.Journal or store.Reader; when following, again every
+// Options.Linger), maps them, and hands each batch to the [Exporter]; only
 // after the exporter returned nil (the receiver acknowledged every record
 // of the batch) does it save the cursor. A collector that is down, slow
 // or rejecting is retried with backoff, one log line when the failures

@@ -14,7 +14,6 @@ import (
 // *store.Reader beside a process that writes it.
 type Source interface {
 	ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error
-	Follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error
 }
 
 // Position is how far the journal has been shipped: GPos, the last event
@@ -50,8 +49,9 @@ type Options struct {
 	// events' payloads, most of a request) reach this many bytes, to stay
 	// under receivers' request limits. Default 4 MiB.
 	MaxBytes int
-	// Linger is how long Follow waits for more events before it exports
-	// a part batch. Default 200 ms.
+	// Linger is how often a following Ship reads the journal again for
+	// new events (and so how long an event may wait to be exported).
+	// Default 200 ms.
 	Linger time.Duration
 	// MinBackoff and MaxBackoff bound the wait between tries of a failed
 	// export (doubling from the first to the second). Defaults 100 ms
@@ -107,12 +107,14 @@ func NewShipper(src Source, cur Cursor, exp Exporter, o *Options) *Shipper {
 	return s
 }
 
-// item is what the reading goroutine hands over: an event, or the end of
-// the read (err, nil at the journal's end without follow).
+// item is what the reading goroutine hands over: an event, the end of
+// one read of the journal while following (pass: export what was read),
+// or the end of the reading (end, with err nil at the journal's end).
 type item struct {
-	e   events.Event
-	end bool
-	err error
+	e    events.Event
+	pass bool
+	end  bool
+	err  error
 }
 
 // Ship exports the events after the cursor, in batches, saving the
@@ -142,53 +144,35 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 	st.Position = pos
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The reading goroutine runs one batch ahead of the exports.
 	items := make(chan item, s.o.Batch)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		read := s.src.ReadAll
-		if follow {
-			read = s.src.Follow
-		}
-		err := read(ctx, pos.From, func(e events.Event) error {
-			select {
-			case items <- item{e: e}:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		select {
-		case items <- item{end: true, err: err}:
-		case <-ctx.Done():
-		}
+		s.read(ctx, pos.From, follow, items)
 	}()
 	defer func() { cancel(); <-done }()
 
 	m := NewMapper()
 	var b batch
-	linger := time.NewTimer(time.Hour)
-	linger.Stop()
 	for {
 		var it item
 		select {
 		case it = <-items:
-		case <-linger.C:
-			if err := s.flush(ctx, m, &b, &st); err != nil {
-				return st, err
-			}
-			continue
 		case <-ctx.Done():
 			return st, nil
 		}
-		if it.end {
+		if it.pass || it.end {
 			if err := s.flush(ctx, m, &b, &st); err != nil {
 				return st, err
 			}
-			if it.err != nil && !errors.Is(it.err, context.Canceled) {
+			if it.end && it.err != nil {
 				return st, fmt.Errorf("otlp: reading the journal: %w", it.err)
 			}
-			return st, nil
+			if it.end {
+				return st, nil
+			}
+			continue
 		}
 		spans, rec := m.Map(it.e)
 		if it.e.GPos <= pos.GPos {
@@ -196,12 +180,48 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 		}
 		b.add(it.e.GPos, spans, rec)
 		if b.events >= s.o.Batch || b.bytes >= s.o.MaxBytes {
-			linger.Stop()
 			if err := s.flush(ctx, m, &b, &st); err != nil {
 				return st, err
 			}
-		} else if b.events == 1 {
-			linger.Reset(s.o.Linger)
+		}
+	}
+}
+
+// read sends the events from gpos from on to items, then the end; with
+// follow, it reads again every Linger from where it stopped, sending a
+// pass item after each read, until ctx ends. (Polling, not Follow: a
+// follower woken by every commit costs a busy writer more than one read
+// per Linger.)
+func (s *Shipper) read(ctx context.Context, from uint64, follow bool, items chan<- item) {
+	send := func(it item) bool {
+		select {
+		case items <- it:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		err := s.src.ReadAll(ctx, from, func(e events.Event) error {
+			from = e.GPos + 1
+			if !send(item{e: e}) {
+				return ctx.Err()
+			}
+			return nil
+		})
+		if err != nil || !follow {
+			send(item{end: true, err: err})
+			return
+		}
+		if !send(item{pass: true}) {
+			return
+		}
+		t := time.NewTimer(s.o.Linger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
 		}
 	}
 }
