@@ -69,7 +69,7 @@ func (c *memCursor) Save(_ context.Context, p otlp.Position) error     { c.p = p
 // baseline in the same run, the plain ReadAll of the same journal
 // (events/s for both).
 func BenchmarkShipBackfill(b *testing.B) {
-	for _, n := range []int{100_000} {
+	for _, n := range []int{100_000, 1_000_000} {
 		path := benchJournal(b, n)
 		j, err := store.Open(path, &store.Options{ReadOnly: true})
 		if err != nil {
