@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -30,14 +31,18 @@ type liveExport struct {
 // startLiveExport starts the export when an endpoint is configured
 // (endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), and returns nil otherwise. A
-// setting that cannot work is an error before anything starts.
-func startLiveExport(ctx context.Context, e *env, j *store.Journal, endpoint string) (*liveExport, error) {
+// setting that cannot work is said once on stderr, and the session runs
+// without export: the OTEL_* variables may be meant for another program
+// (an agent's own telemetry over gRPC), and the journal keeps every
+// event for a later ship.
+func startLiveExport(ctx context.Context, e *env, j *store.Journal, endpoint string) *liveExport {
 	if endpoint == "" && e.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && e.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
-		return nil, nil
+		return nil
 	}
 	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Endpoint: endpoint})
 	if err != nil {
-		return nil, err
+		fmt.Fprintf(e.stderr, "mcpledger: warning: no OTLP export this session: %v\n(the journal keeps every event: fix the setting and run mcpledger ship, or restart)\n", err)
+		return nil
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	x := &liveExport{
@@ -55,7 +60,7 @@ func startLiveExport(ctx context.Context, e *env, j *store.Journal, endpoint str
 			logger.Error("otlp export stopped: the journal keeps the events; mcpledger ship sends them", "error", err)
 		}
 	}()
-	return x, nil
+	return x
 }
 
 // Close stops following, ships what the journal holds beyond the cursor

@@ -54,10 +54,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer j.Close()
-	export, err := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint)
-	if err != nil {
-		return err
-	}
+	export := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint)
 	defer export.Close() // after Shutdown: ships the session's last events
 	opts.Watch = *watch
 	m, err := rt.New(storeJournal{j.Journal}, opts)

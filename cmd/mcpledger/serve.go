@@ -117,10 +117,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer j.Close()
-	export, err := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint)
-	if err != nil {
-		return err
-	}
+	export := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint)
 	defer export.Close() // after Shutdown: ships the session's last events
 	opts, err := cf.options(c.env, "serve")
 	if err != nil {

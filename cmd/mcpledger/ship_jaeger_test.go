@@ -593,3 +593,20 @@ func TestServeExportToJaeger(t *testing.T) {
 		t.Errorf("serve: %v\n%s", err, errb.String())
 	}
 }
+
+// TestLiveExportBadSetting: an OTEL_* setting that cannot work (here
+// another program's gRPC telemetry) does not stop run: one warning says
+// there is no export this session and what to do; the session runs.
+func TestLiveExportBadSetting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs mcpledger processes")
+	}
+	dir := t.TempDir()
+	cfg := faultConfig(t, dir, false)
+	jp := filepath.Join(dir, "journal.db")
+	code, out := runCLIProcess(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+		"run", "--once", "--journal", jp, "--mcp-config", cfg, "--workspace", dir)
+	if code != 0 || strings.Count(out, "no OTLP export this session") != 1 || !strings.Contains(out, "OTEL_EXPORTER_OTLP_PROTOCOL") {
+		t.Errorf("run --once with OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exit %d\n%s", code, out)
+	}
+}
