@@ -1,3 +1,8 @@
+// Jaeger v2, the OpenTelemetry backend the ship tests export to
+// (cmd/mcpledger/ship_jaeger_test.go), pinned here with `go get -tool` in a
+// module of its own so that the main go.mod stays lean and ./... does not
+// reach it. .ci/peers.sh builds it into $MCPLEDGER_PEERS_DIR/bin/jaeger.
+// Bump: go get -tool github.com/jaegertracing/jaeger/cmd/jaeger@vX.Y.Z
 module github.com/mcpledger/mcpledger/tools/jaeger
 
 go 1.26.0
