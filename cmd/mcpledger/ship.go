@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 
 	"github.com/mcpledger/mcpledger/export/otlp"
 	"github.com/mcpledger/mcpledger/store"
@@ -42,6 +44,14 @@ func (c *ShipCommand) Run(ctx context.Context, args []string) error {
 	var src otlp.Source
 	var cur otlp.Cursor
 	if *cursorFile == "" {
+		// A journal to ship must exist: openWritable would create one.
+		path, from, err := f.journalPath()
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("no journal at %s (from %s); pass --journal PATH or set MCPLEDGER_JOURNAL", path, from)
+		}
 		w, _, err := f.openWritable()
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("%w\n(to ship beside it, keep the export position in a file of its own: mcpledger ship --cursor FILE)", err)

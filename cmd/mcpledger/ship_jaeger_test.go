@@ -425,7 +425,12 @@ func TestShipBadInput(t *testing.T) {
 	appendAll(t, j, events.NewID(), events.New(time.Now(), "", &events.SessionStarted{Seed: 1}))
 	j.Close()
 
-	code, out := runCLIProcess(t, []string{"OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, "ship", "--journal", jp)
+	missing := filepath.Join(dir, "missing.db")
+	code, out := runCLIProcess(t, nil, "ship", "--journal", missing)
+	if _, err := os.Stat(missing); code != 1 || !strings.Contains(out, "no journal at "+missing) || err == nil {
+		t.Errorf("ship of a missing journal: exit %d, file %v\n%s", code, err, out)
+	}
+	code, out = runCLIProcess(t, []string{"OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, "ship", "--journal", jp)
 	if code != 1 || !strings.Contains(out, "OTEL_EXPORTER_OTLP_PROTOCOL") || !strings.Contains(out, "http/protobuf") {
 		t.Errorf("ship with OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exit %d\n%s", code, out)
 	}
