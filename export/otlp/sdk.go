@@ -91,8 +91,13 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 		return nil, fmt.Errorf("%w: logs exporter: %w", ErrConfig, err)
 	}
 	x := &SDKExporter{spans: se, logs: le, sc: &spanCollector{}, lc: &logCollector{}}
+	// No limits: the journal bounds what a span carries, and the SDK's
+	// defaults (128 events) would drop the transitions of a flapping
+	// server's connection span without a word.
+	unlimited := sdktrace.SpanLimits{AttributeValueLengthLimit: -1, AttributeCountLimit: -1, EventCountLimit: -1,
+		LinkCountLimit: -1, AttributePerEventCountLimit: -1, AttributePerLinkCountLimit: -1}
 	x.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithIDGenerator(givenIDs{}), sdktrace.WithSpanProcessor(x.sc))
+		sdktrace.WithIDGenerator(givenIDs{}), sdktrace.WithSpanProcessor(x.sc), sdktrace.WithRawSpanLimits(unlimited))
 	x.tracer = x.tp.Tracer(scopeName)
 	x.lp = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(x.lc))
 	x.logger = x.lp.Logger(scopeName)
@@ -100,7 +105,8 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 }
 
 // Export sends spans and then logs, and returns nil only after the
-// receiver acknowledged both.
+// receiver acknowledged both. It is not safe for concurrent use (a
+// Shipper calls it from one goroutine).
 func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log) error {
 	if len(spans) > 0 {
 		if err := x.spans.ExportSpans(ctx, x.sdkSpans(spans)); err != nil {

@@ -35,12 +35,13 @@ type receiver struct {
 	failN    int // requests refused so far
 	spans    map[string]int
 	names    map[string]string // span ID → name
+	nevents  map[string]int    // span ID → span events
 	logs     map[string]int    // event ID → times received
 	requests int
 }
 
 func newReceiver(t *testing.T) *receiver {
-	r := &receiver{spans: map[string]int{}, names: map[string]string{}, logs: map[string]int{}}
+	r := &receiver{spans: map[string]int{}, names: map[string]string{}, logs: map[string]int{}, nevents: map[string]int{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
@@ -69,6 +70,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 					id := hex.EncodeToString(s.SpanId)
 					r.spans[id]++
 					r.names[id] = s.Name
+					r.nevents[id] = len(s.Events)
 				}
 			}
 		}
@@ -370,5 +372,24 @@ func TestNewExporterRefusesBadSettings(t *testing.T) {
 	}
 	if _, err := otlp.NewExporter(t.Context(), otlp.ExporterOptions{Endpoint: "127.0.0.1:4318"}); !errors.Is(err, otlp.ErrConfig) {
 		t.Errorf("NewExporter with an endpoint without a scheme: %v", err)
+	}
+}
+
+// TestExportKeepsEveryTransition: a connection span with more events
+// than the SDK's default limit (128) reaches the receiver with all of
+// them: a flapping server's transitions are not dropped.
+func TestExportKeepsEveryTransition(t *testing.T) {
+	rcv := newReceiver(t)
+	x := exporter(t, rcv.URL)
+	s := otlp.Span{Name: "connection flappy", Start: 1, End: 1000}
+	s.TraceID[0], s.SpanID[0] = 1, 1
+	for i := range 300 {
+		s.Events = append(s.Events, otlp.SpanEvent{Name: "mcpledger.transition", Time: int64(i + 1)})
+	}
+	if err := x.Export(t.Context(), []otlp.Span{s}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := rcv.nevents[s.SpanID.String()]; got != 300 {
+		t.Errorf("the receiver got %d of the span's 300 events", got)
 	}
 }
