@@ -49,9 +49,12 @@ var allowed = map[string][]string{
 	"runtime/oauth":       {"github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
 	"runtime/runtimetest": {"*"}, // test servers and helpers
 	"replay":              {"events", "fsm", "projections", "github.com/google/uuid"},
-	"cmd":                 {"*"},
-	"tools":               {}, // developer tools (the mutation check): standard library only
-	"bench":               {}, // benchmark scripts' programs (the gateway's table): standard library only
+	// export/otlp: the journal as OpenTelemetry spans and logs, shipped
+	// with the official SDK's OTLP exporters; it writes no event.
+	"export/otlp": {"events", "github.com/google/uuid", "go.opentelemetry.io/otel"},
+	"cmd":         {"*"},
+	"tools":       {}, // developer tools (the mutation check): standard library only
+	"bench":       {}, // benchmark scripts' programs (the gateway's table): standard library only
 }
 
 // unitOf returns the key of allowed that path (a file, or an import path

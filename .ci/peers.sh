@@ -40,6 +40,15 @@ go_peers=(
   "github.com/modelcontextprotocol/go-sdk/conformance/everything-client@v1.8.0"
 )
 
+# Go programs built from a module of their own under the project, which
+# pins them (`go get -tool`), so that the main go.mod stays lean: as
+# MODULE_DIR=PACKAGE, built into $dir/bin. Jaeger v2 is the OpenTelemetry
+# backend the ship tests (cmd/mcpledger/ship_jaeger_test.go) export to.
+tool_peers=(
+  "tools/jaeger=github.com/jaegertracing/jaeger/cmd/jaeger"
+)
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
 dir="${MCPLEDGER_PEERS_DIR:-$HOME/.cache/mcpledger-peers}"
 in_ci=false
 case "${CI:-}" in true | 1) in_ci=true ;; esac
@@ -132,6 +141,29 @@ if [ ${#go_peers[@]} -gt 0 ]; then
       GOBIN="$dir/bin" go install "$spec" >&2 || fail "go install $spec failed"
       got="$(go_installed "$bin")"
       [ "$got" = "$version" ] || fail "$bin: installed version is '${got}', want $version"
+    fi
+  done
+fi
+
+# tool_installed BIN MODULE prints the version of MODULE that BIN was
+# built with, if any.
+tool_installed() {
+  [ -x "$dir/bin/$1" ] || return 0
+  go version -m "$dir/bin/$1" 2>/dev/null | awk -v m="$2" '($1 == "dep" || $1 == "mod") && $2 == m { print $3; exit }'
+}
+
+if [ ${#tool_peers[@]} -gt 0 ]; then
+  command -v go >/dev/null 2>&1 || fail "go not found"
+  for tp in "${tool_peers[@]}"; do
+    moddir="$root/${tp%%=*}" pkg="${tp#*=}" bin="${pkg##*/}"
+    # The module that provides pkg, and the version tools/*/go.mod pins.
+    read -r mod version < <(cd "$moddir" && go list -f '{{.Module.Path}} {{.Module.Version}}' "$pkg") ||
+      fail "cannot resolve $pkg in $moddir"
+    if [ "$(tool_installed "$bin" "$mod")" != "$version" ]; then
+      echo "peers.sh: building $pkg@$version into $dir/bin (a few minutes)" >&2
+      (cd "$moddir" && GOBIN="$dir/bin" nice -n 10 go install "$pkg") >&2 || fail "go install $pkg in $moddir failed"
+      got="$(tool_installed "$bin" "$mod")"
+      [ "$got" = "$version" ] || fail "$bin: built from $mod '${got}', want $version"
     fi
   done
 fi

@@ -242,6 +242,9 @@ func (a *archiver) writeLive(ctx context.Context, path string, base []byte, fini
 		if err := meta.Put(keyBaseState, sealValue(base)); err != nil {
 			return err
 		}
+		if err := copyBucket(dst, src, bucketCursors); err != nil {
+			return err
+		}
 		cps := src.Bucket(bucketCheckpoints)
 		if cps == nil {
 			return nil

@@ -394,6 +394,16 @@ func (r *Reader) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 	return out, err
 }
 
+// Cursor is [Journal.Cursor].
+func (r *Reader) Cursor(ctx context.Context, name string) (Cursor, error) {
+	var out Cursor
+	err := r.do(ctx, func(j *Journal) (err error) {
+		out, err = j.Cursor(ctx, name)
+		return err
+	}, readRequest{Op: opCursor, Name: name}, &out)
+	return out, err
+}
+
 // Verify is [Journal.Verify] of everything committed when it runs. On the
 // file, it stops when a writer wants the file and is done again through
 // the writer, so that a long verify never delays a writer's start.

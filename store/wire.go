@@ -41,6 +41,7 @@ const (
 	opCheckpoints = "checkpoints"
 	opVerify      = "verify"
 	opLocate      = "locate" // the session and seq of the record at global position From
+	opCursor      = "cursor" // the cursor named Name
 )
 
 // readRequest is one read asked of the writer.
@@ -48,6 +49,7 @@ type readRequest struct {
 	Op      string    `json:"op"`
 	Session uuid.UUID `json:"session,omitzero"`
 	From    uint64    `json:"from,omitempty"`
+	Name    string    `json:"name,omitempty"`
 }
 
 // readerInfo answers opInfo.
@@ -114,6 +116,9 @@ func serveRead(ctx context.Context, j *Journal, req readRequest, fw *frameWriter
 			out[i] = wireCheckpoint{GPos: cp.GPos, Data: cp.Data, Err: toWire(cp.Err), Base: cp.Base}
 		}
 		return fw.result(out, err)
+	case opCursor:
+		c, err := j.Cursor(ctx, req.Name)
+		return fw.result(c, err)
 	case opVerify:
 		rep, err := j.Verify(ctx)
 		return fw.value(wireVerify{Report: rep, Err: toWire(err)})
@@ -263,6 +268,7 @@ var wireSentinels = map[string]error{
 	"closed":             ErrClosed,
 	"corrupt":            ErrCorrupt,
 	"checkpoint_damaged": ErrCheckpointDamaged,
+	"cursor_damaged":     ErrCursorDamaged,
 	"not_journal":        ErrNotJournal,
 	"newer_format":       ErrNewerFormat,
 	"sealed":             ErrSealed,

@@ -29,6 +29,7 @@ type ledger interface {
 	Head(ctx context.Context, session uuid.UUID) (store.SessionInfo, error)
 	Follow(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error
 	Checkpoints(ctx context.Context) ([]store.Checkpoint, error)
+	Cursor(ctx context.Context, name string) (store.Cursor, error)
 	Verify(ctx context.Context) (store.VerifyReport, error)
 	Close() error
 }

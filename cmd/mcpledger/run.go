@@ -26,6 +26,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	once := f.Bool("once", false, "settle every server, print status, stop; exit 1 if any server ended failed or is invalid, 5 if none can run")
 	watch := f.Bool("watch", true, "reload when a config file changes (debounced 300 ms; only changed servers restart)")
 	retain := f.String("retain", "", "first archive sessions that ended more than `DURATION` ago (e.g. 30d), beside the journal")
+	otlpEndpoint := f.String("otlp-endpoint", "", otlpEndpointUsage)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -53,6 +54,8 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer j.Close()
+	export := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint)
+	defer export.Close() // after Shutdown: ships the session's last events
 	opts.Watch = *watch
 	m, err := rt.New(storeJournal{j.Journal}, opts)
 	if err != nil {

@@ -53,6 +53,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	if res.Servers == nil {
 		res.Servers = []projections.ServerStatus{}
 	}
+	res.Export = c.env.statusExportLag(ctx, f)
 	if *asJSON {
 		return writeJSON(c.env.stdout, res, false)
 	}
@@ -64,6 +65,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	case res.Running:
 		fmt.Fprintf(c.env.stdout, "session %s (running)\n", res.Session)
 		printJournalHealth(c.env.stdout, res.Journal, now)
+		printExportLag(c.env.stdout, res.Export, now)
 		printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), res.Servers, now, "STATE")
 		printConfigSection(c.env.stdout, res.Config)
 		printNextStep(c.env.stdout, res.Servers, res.Config.Workspace)
@@ -80,6 +82,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.stdout, "session %s did not stop: its process was killed or crashed after its last event, %s (%s ago); no mcpledger is running\n",
 			res.Session, formatTime(at.UnixNano()), now.Sub(at).Round(time.Second))
 	}
+	printExportLag(c.env.stdout, res.Export, now)
 	fmt.Fprintln(c.env.stdout, "its servers as they stood when it began to end:")
 	printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), res.Servers, now, "AT THE END")
 	printConfigSection(c.env.stdout, res.Config)
@@ -116,6 +119,9 @@ type statusResult struct {
 	// why; both empty for one that never stopped (killed, crashed).
 	Ended  string `json:"ended,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Export is how far the journal's OTLP export is behind, when it
+	// has one (exportlag.go).
+	Export *exportLag `json:"export,omitempty"`
 }
 
 // ToolsCommand prints the tool catalog.

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mcpledger/mcpledger/export/otlp"
+	"github.com/mcpledger/mcpledger/store"
+)
+
+// otlpEndpointUsage is the --otlp-endpoint flag's usage in run and serve.
+const otlpEndpointUsage = "ship the journal to the OpenTelemetry collector at `URL` (OTLP/HTTP) as it is written; default $OTEL_EXPORTER_OTLP_ENDPOINT (unset: no export)"
+
+// otlpTailWait bounds how long run and serve, once their servers are
+// stopped, wait for the collector to take the session's last events
+// (what it does not take is shipped by the next run, serve or ship).
+const otlpTailWait = 5 * time.Second
+
+// liveExport ships the journal its process holds while run or serve
+// runs, from the journal's own cursor (the one `ship` without --cursor
+// keeps): a Shipper following the journal, in a goroutine it owns.
+type liveExport struct {
+	sh     *otlp.Shipper
+	exp    *otlp.SDKExporter
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startLiveExport starts the export when an endpoint is configured
+// (endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), and returns nil otherwise. A
+// setting that cannot work is said once on stderr, and the session runs
+// without export: the OTEL_* variables may be meant for another program
+// (an agent's own telemetry over gRPC), and the journal keeps every
+// event for a later ship.
+func startLiveExport(ctx context.Context, e *env, j *store.Journal, endpoint string) *liveExport {
+	if endpoint == "" && e.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && e.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return nil
+	}
+	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Endpoint: endpoint})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "mcpledger: warning: no OTLP export this session: %v\n(the journal keeps every event: fix the setting and run mcpledger ship, or restart)\n", err)
+		return nil
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	x := &liveExport{
+		sh:   otlp.NewShipper(j, journalCursor{j}, exp, &otlp.Options{Logger: logger}),
+		exp:  exp,
+		done: make(chan struct{}),
+	}
+	// Its own context: the export outlives the signal that stops the
+	// servers, to ship their last events (Close).
+	var fctx context.Context
+	fctx, x.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer close(x.done)
+		if _, err := x.sh.Ship(fctx, true); err != nil {
+			logger.Error("otlp export stopped: the journal keeps the events; mcpledger ship sends them", "error", err)
+		}
+	}()
+	return x
+}
+
+// Close stops following, ships what the journal holds beyond the cursor
+// for up to otlpTailWait, and shuts the exporter down.
+func (x *liveExport) Close() {
+	if x == nil {
+		return
+	}
+	x.cancel()
+	<-x.done
+	ctx, cancel := context.WithTimeout(context.Background(), otlpTailWait)
+	defer cancel()
+	_, _ = x.sh.Ship(ctx, false)
+	_ = x.exp.Shutdown(ctx)
+}

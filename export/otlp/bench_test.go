@@ -1,0 +1,108 @@
+package otlp_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/export/otlp"
+	"github.com/mcpledger/mcpledger/store"
+)
+
+// benchJournal writes a journal of n events: sessions of tool calls
+// (call.started, call.finished) between connection transitions.
+func benchJournal(b *testing.B, n int) string {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "journal.db")
+	j, err := store.Open(path, &store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	t0 := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	sid := events.NewID()
+	var batch []events.Event
+	seq := 0
+	add := func(p events.Payload) {
+		e := events.New(t0.Add(time.Duration(seq)*time.Millisecond), "srv", p)
+		e.ID = events.NewID()
+		batch = append(batch, e)
+		seq++
+	}
+	add(&events.SessionStarted{Seed: 1})
+	add(&events.ServerTransitioned{From: events.StateConfiguring, To: events.StateLaunching, Trigger: "config", Attempt: 1})
+	for seq < n {
+		id := uuid.NewString()
+		add(&events.CallStarted{CallID: id, Tool: "echo", Name: "mcp__srv__echo", Args: events.Blob{Text: `{"message":"hello"}`, Size: 19}})
+		add(&events.CallFinished{CallID: id, Outcome: events.OutcomeOK, Result: events.Blob{Text: `{"content":[{"type":"text","text":"hello"}]}`, Size: 44}, DurationNs: 1e6})
+		if len(batch) >= 1000 {
+			if _, err := j.Append(context.Background(), sid, store.Any, batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if _, err := j.Append(context.Background(), sid, store.Any, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return path
+}
+
+// memCursor keeps a position in memory: every run ships from the start.
+type memCursor struct{ p otlp.Position }
+
+func (c *memCursor) Load(context.Context) (otlp.Position, bool, error) { return c.p, false, nil }
+func (c *memCursor) Save(_ context.Context, p otlp.Position) error     { c.p = p; return nil }
+
+// BenchmarkShipBackfill: a backfill of a journal of calls to an OTLP/HTTP
+// receiver that reads and acknowledges every request, against its
+// baseline in the same run, the plain ReadAll of the same journal
+// (events/s for both).
+func BenchmarkShipBackfill(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		path := benchJournal(b, n)
+		j, err := store.Open(path, &store.Options{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("ReadAll/events=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				count := 0
+				if err := j.ReadAll(b.Context(), 1, func(events.Event) error { count++; return nil }); err != nil || count != n {
+					b.Fatal(count, err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/x-protobuf")
+		}))
+		b.Run(fmt.Sprintf("Ship/events=%d", n), func(b *testing.B) {
+			x, err := otlp.NewExporter(b.Context(), otlp.ExporterOptions{Endpoint: srv.URL})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer x.Shutdown(context.Background())
+			for b.Loop() {
+				st, err := otlp.NewShipper(j, &memCursor{}, x, nil).Ship(b.Context(), false)
+				if err != nil || st.Events != n {
+					b.Fatal(st, err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+		srv.Close()
+		j.Close()
+	}
+}

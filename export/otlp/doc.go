@@ -1,0 +1,57 @@
+// Package otlp ships the journal to OpenTelemetry: it owns the mapping of
+// journal events to spans and log records and the shipper that sends
+// them, over OTLP/HTTP with the official Go SDK's exporters, from a
+// cursor. Export is a projection of the journal: it reads events that are
+// already durable and never writes one.
+//
+// # Mapping (pure: [Mapper])
+//
+// Following the OpenTelemetry semantic conventions for MCP:
+//
+//   - each tool call is a CLIENT span `tools/call {tool}`, from its
+//     call.started (or the call.decided before it) to its call.finished,
+//     with mcp.method.name, gen_ai.tool.name, gen_ai.operation.name
+//     (execute_tool), gen_ai.tool.call.id, mcp.protocol.version and
+//     mcp.session.id (from the server's handshake), error.type (the
+//     outcome, when not ok), and mcpledger.* attributes for the policy,
+//     the approval decision and who made it, the attempt, retries (a retry
+//     joins its first try's trace and links it) and injection signals
+//     (also a span event). A denied call is a span of its decision.
+//     Arguments and results are never copied into a span: only their
+//     sizes.
+//   - each server connection is a span `connection {server}` from its
+//     transition to launching to the one to stopped or failed (or the
+//     session's end), each transition a span event.
+//   - every event is a log record: its kind as the event name, its ID,
+//     session, seq, gpos, server and cause as attributes, its payload as
+//     the journal holds it (redacted) as the body, and the trace and span
+//     of the call or connection it belongs to.
+//
+// Trace and span IDs are derived from the journal (session and call ID,
+// or the ID of the event a connection span begins with), so a record sent
+// twice carries the same IDs and a backend can drop the duplicate.
+// JSON-RPC request IDs are not journaled, so jsonrpc.request.id is not
+// set.
+//
+// # Shipping ([Shipper])
+//
+// A Shipper reads the events after its [Cursor] (ReadAll of a
+// store.Journal or store.Reader; when following, again every
+// Options.Linger), maps them, and hands each batch to the [Exporter]; only
+// after the exporter returned nil (the receiver acknowledged every record
+// of the batch) does it save the cursor. A collector that is down, slow
+// or rejecting is retried with backoff, one log line when the failures
+// begin and one when they end; meanwhile nothing more is read than one
+// batch: the backlog stays in the journal. After a kill of either side,
+// the next Ship sends again what was not acknowledged, with the same IDs:
+// delivery is at least once.
+//
+// The cursor holds two positions: the last event acknowledged, and where
+// to read again to rebuild the spans open at it (a call started before
+// the cursor and finished after it). The writer of the journal keeps it
+// in the journal's cursors bucket (store.Journal.SaveCursor); a shipper
+// beside a running writer keeps it in a [FileCursor].
+//
+// The package must not write events, and imports only events from the
+// module.
+package otlp

@@ -1,0 +1,238 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otellog "go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ErrConfig is the error of an exporter setting that cannot work: a
+// protocol other than HTTP/protobuf, an endpoint that is not a URL, an
+// OTEL_* variable that does not parse.
+var ErrConfig = errors.New("otlp: invalid exporter setting")
+
+// scopeName is the instrumentation scope of everything exported.
+const scopeName = "github.com/mcpledger/mcpledger/export/otlp"
+
+// ExporterOptions configure [NewExporter]. The standard OTEL_* variables
+// (endpoint, headers, timeout, service name, resource attributes) apply
+// as the OpenTelemetry SDK reads them; a field set here wins.
+type ExporterOptions struct {
+	// Endpoint is the OTLP/HTTP base URL (http://host:4318): traces go to
+	// its /v1/traces, logs to its /v1/logs. "": OTEL_EXPORTER_OTLP_ENDPOINT,
+	// else the SDK's default, http://localhost:4318.
+	Endpoint string
+	// Timeout bounds one export request. Zero: OTEL_EXPORTER_OTLP_TIMEOUT,
+	// else the SDK's 10 s.
+	Timeout time.Duration
+}
+
+// SDKExporter sends mapped spans and logs with the OpenTelemetry SDK's
+// OTLP/HTTP (protobuf) exporters, synchronously: [SDKExporter.Export]
+// returns nil only once the receiver has acknowledged both. The SDK's own
+// retries are off: the [Shipper] retries, from the journal.
+type SDKExporter struct {
+	spans  sdktrace.SpanExporter
+	logs   sdklog.Exporter
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+	sc     *spanCollector
+	lp     *sdklog.LoggerProvider
+	logger otellog.Logger
+	lc     *logCollector
+}
+
+// NewExporter checks the exporter settings and returns an exporter. It
+// fails with [ErrConfig] for a setting that cannot work; it does not
+// reach the endpoint.
+func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
+	if err := checkEnv(o); err != nil {
+		return nil, err
+	}
+	env, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil {
+		return nil, fmt.Errorf("%w: OTEL_RESOURCE_ATTRIBUTES or OTEL_SERVICE_NAME: %w (give key=value pairs, comma-separated, values URL-encoded)", ErrConfig, err)
+	}
+	// service.name is mcpledger unless the environment names another.
+	res, err := resource.Merge(resource.NewSchemaless(attribute.String("service.name", "mcpledger")), env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	topts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false})}
+	lopts := []otlploghttp.Option{otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false})}
+	if o.Endpoint != "" {
+		topts = append(topts, otlptracehttp.WithEndpointURL(o.Endpoint+"/v1/traces"))
+		lopts = append(lopts, otlploghttp.WithEndpointURL(o.Endpoint+"/v1/logs"))
+	}
+	if o.Timeout > 0 {
+		topts = append(topts, otlptracehttp.WithTimeout(o.Timeout))
+		lopts = append(lopts, otlploghttp.WithTimeout(o.Timeout))
+	}
+	se, err := otlptracehttp.New(ctx, topts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: traces exporter: %w", ErrConfig, err)
+	}
+	le, err := otlploghttp.New(ctx, lopts...)
+	if err != nil {
+		_ = se.Shutdown(ctx)
+		return nil, fmt.Errorf("%w: logs exporter: %w", ErrConfig, err)
+	}
+	x := &SDKExporter{spans: se, logs: le, sc: &spanCollector{}, lc: &logCollector{}}
+	// No limits: the journal bounds what a span carries, and the SDK's
+	// defaults (128 events) would drop the transitions of a flapping
+	// server's connection span without a word.
+	unlimited := sdktrace.SpanLimits{AttributeValueLengthLimit: -1, AttributeCountLimit: -1, EventCountLimit: -1,
+		LinkCountLimit: -1, AttributePerEventCountLimit: -1, AttributePerLinkCountLimit: -1}
+	x.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithIDGenerator(givenIDs{}), sdktrace.WithSpanProcessor(x.sc), sdktrace.WithRawSpanLimits(unlimited))
+	x.tracer = x.tp.Tracer(scopeName)
+	x.lp = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(x.lc))
+	x.logger = x.lp.Logger(scopeName)
+	return x, nil
+}
+
+// Export sends spans and then logs, and returns nil only after the
+// receiver acknowledged both. It is not safe for concurrent use (a
+// Shipper calls it from one goroutine).
+func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log) error {
+	if len(spans) > 0 {
+		if err := x.spans.ExportSpans(ctx, x.sdkSpans(spans)); err != nil {
+			return fmt.Errorf("traces: %w", err)
+		}
+	}
+	if len(logs) > 0 {
+		if err := x.logs.Export(ctx, x.sdkLogs(logs)); err != nil {
+			return fmt.Errorf("logs: %w", err)
+		}
+	}
+	return nil
+}
+
+// Shutdown ends the exporters.
+func (x *SDKExporter) Shutdown(ctx context.Context) error {
+	return errors.Join(x.spans.Shutdown(ctx), x.logs.Shutdown(ctx), x.tp.Shutdown(ctx), x.lp.Shutdown(ctx))
+}
+
+// sdkSpans builds the SDK's spans of spans: each is started and ended on
+// the tracer with its own times and IDs (givenIDs), and collected.
+func (x *SDKExporter) sdkSpans(spans []Span) []sdktrace.ReadOnlySpan {
+	x.sc.spans = x.sc.spans[:0]
+	for i := range spans {
+		s := &spans[i]
+		opts := []trace.SpanStartOption{trace.WithTimestamp(time.Unix(0, s.Start)), trace.WithSpanKind(s.Kind),
+			trace.WithAttributes(s.Attrs...), trace.WithNewRoot()}
+		for _, l := range s.Links {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: l}))
+		}
+		_, span := x.tracer.Start(context.WithValue(context.Background(), idsKey{}, s), s.Name, opts...)
+		for _, ev := range s.Events {
+			span.AddEvent(ev.Name, trace.WithTimestamp(time.Unix(0, ev.Time)), trace.WithAttributes(ev.Attrs...))
+		}
+		span.SetStatus(s.Status, s.StatusMsg)
+		span.End(trace.WithTimestamp(time.Unix(0, s.End)))
+	}
+	return x.sc.spans
+}
+
+// sdkLogs builds the SDK's log records of logs, through the logger.
+func (x *SDKExporter) sdkLogs(logs []Log) []sdklog.Record {
+	x.lc.records = x.lc.records[:0]
+	for i := range logs {
+		l := &logs[i]
+		var r otellog.Record
+		t := time.Unix(0, l.Time)
+		r.SetTimestamp(t)
+		r.SetObservedTimestamp(t)
+		r.SetEventName(l.EventName)
+		r.SetSeverity(l.Severity)
+		r.SetSeverityText(l.Severity.String())
+		r.SetBody(attribute.StringValue(l.Body))
+		r.AddAttributes(l.Attrs...)
+		ctx := context.Background()
+		if l.TraceID.IsValid() {
+			ctx = trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: l.TraceID, SpanID: l.SpanID, TraceFlags: trace.FlagsSampled}))
+		}
+		x.logger.Emit(ctx, r)
+	}
+	return x.lc.records
+}
+
+// idsKey carries the Span being built to givenIDs.
+type idsKey struct{}
+
+// givenIDs gives a span the IDs its Span carries (every span is a root:
+// NewSpanID is not called).
+type givenIDs struct{}
+
+func (givenIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	s := ctx.Value(idsKey{}).(*Span)
+	return s.TraceID, s.SpanID
+}
+
+func (givenIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	return ctx.Value(idsKey{}).(*Span).SpanID
+}
+
+// spanCollector keeps the spans the tracer ends, for Export to send.
+type spanCollector struct{ spans []sdktrace.ReadOnlySpan }
+
+func (c *spanCollector) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (c *spanCollector) OnEnd(s sdktrace.ReadOnlySpan)                   { c.spans = append(c.spans, s) }
+func (c *spanCollector) Shutdown(context.Context) error                  { return nil }
+func (c *spanCollector) ForceFlush(context.Context) error                { return nil }
+
+// logCollector keeps the records the logger emits, for Export to send.
+type logCollector struct{ records []sdklog.Record }
+
+func (c *logCollector) OnEmit(_ context.Context, r *sdklog.Record) error {
+	c.records = append(c.records, r.Clone())
+	return nil
+}
+func (c *logCollector) Enabled(context.Context, sdklog.EnabledParameters) bool { return true }
+func (c *logCollector) Shutdown(context.Context) error                         { return nil }
+func (c *logCollector) ForceFlush(context.Context) error                       { return nil }
+
+// checkEnv refuses the settings the SDK would ignore or misread with a
+// line on stderr: mcpledger says what is wrong once, before it starts.
+func checkEnv(o ExporterOptions) error {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"} {
+		if v := os.Getenv(k); v != "" && v != "http/protobuf" {
+			return fmt.Errorf("%w: %s=%q: mcpledger exports OTLP over HTTP/protobuf only (port 4318 usually); set it to http/protobuf or unset it", ErrConfig, k, v)
+		}
+	}
+	endpoints := map[string]string{"--otlp-endpoint": o.Endpoint}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"} {
+		endpoints[k] = os.Getenv(k)
+	}
+	for k, v := range endpoints {
+		if v == "" {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: %s=%q is not an http(s) URL: give the collector's OTLP/HTTP address, like http://localhost:4318", ErrConfig, k, v)
+		}
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"} {
+		if v := os.Getenv(k); v != "" {
+			if n, err := strconv.Atoi(v); err != nil || n <= 0 {
+				return fmt.Errorf("%w: %s=%q: give a timeout in milliseconds, like 10000", ErrConfig, k, v)
+			}
+		}
+	}
+	return nil
+}

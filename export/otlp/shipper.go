@@ -1,0 +1,304 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mcpledger/mcpledger/events"
+)
+
+// Source is the journal as the shipper reads it: *store.Journal, or a
+// *store.Reader beside a process that writes it.
+type Source interface {
+	ReadAll(ctx context.Context, fromGPos uint64, fn func(events.Event) error) error
+}
+
+// Position is how far the journal has been shipped: GPos, the last event
+// the receiver acknowledged, and From, where to read again to rebuild the
+// spans still open at GPos (GPos+1 when none is).
+type Position struct {
+	GPos, From uint64
+}
+
+// Cursor keeps the shipper's [Position] across runs.
+type Cursor interface {
+	// Load returns the saved position; ok is false when none was saved.
+	Load(ctx context.Context) (p Position, ok bool, err error)
+	// Save stores p durably before it returns.
+	Save(ctx context.Context, p Position) error
+}
+
+// Exporter sends mapped records; it returns nil only once the receiver
+// acknowledged all of them. [*SDKExporter] is the one that ships.
+type Exporter interface {
+	Export(ctx context.Context, spans []Span, logs []Log) error
+}
+
+// Options configure a [Shipper]. A zero field gives its default.
+type Options struct {
+	// Logger gets one line when exports start failing and one when they
+	// recover. Nil: silent.
+	Logger *slog.Logger
+	// Batch is how many events one export carries at most. Default
+	// 1024.
+	Batch int
+	// MaxBytes ends a batch early once its log records' bodies (the
+	// events' payloads, most of a request) reach this many bytes, to stay
+	// under receivers' request limits. Default 4 MiB.
+	MaxBytes int
+	// Linger is how often a following Ship reads the journal again for
+	// new events (and so how long an event may wait to be exported).
+	// Default 200 ms.
+	Linger time.Duration
+	// MinBackoff and MaxBackoff bound the wait between tries of a failed
+	// export (doubling from the first to the second). Defaults 100 ms
+	// and 30 s.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Stats are what one Ship did.
+type Stats struct {
+	// Events is how many events were shipped (acknowledged), Spans and
+	// Logs the records they made.
+	Events, Spans, Logs int
+	// Failures is how many export tries failed.
+	Failures int
+	// Position is where the cursor stands.
+	Position Position
+}
+
+// Shipper ships a journal's events after its cursor to an exporter.
+type Shipper struct {
+	src Source
+	cur Cursor
+	exp Exporter
+	o   Options
+	log *slog.Logger
+}
+
+// NewShipper returns a Shipper of src's events to exp, from cur.
+func NewShipper(src Source, cur Cursor, exp Exporter, o *Options) *Shipper {
+	s := &Shipper{src: src, cur: cur, exp: exp}
+	if o != nil {
+		s.o = *o
+	}
+	if s.o.Batch <= 0 {
+		s.o.Batch = 1024
+	}
+	if s.o.MaxBytes <= 0 {
+		s.o.MaxBytes = 4 << 20
+	}
+	if s.o.Linger <= 0 {
+		s.o.Linger = 200 * time.Millisecond
+	}
+	if s.o.MinBackoff <= 0 {
+		s.o.MinBackoff = 100 * time.Millisecond
+	}
+	if s.o.MaxBackoff < s.o.MinBackoff {
+		s.o.MaxBackoff = max(30*time.Second, s.o.MinBackoff)
+	}
+	s.log = s.o.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// item is what the reading goroutine hands over: an event, the end of
+// one read of the journal while following (pass: export what was read),
+// or the end of the reading (end, with err nil at the journal's end).
+type item struct {
+	e    events.Event
+	pass bool
+	end  bool
+	err  error
+}
+
+// Ship exports the events after the cursor, in batches, saving the
+// cursor after each batch the receiver acknowledged. Without follow it
+// returns at the journal's end; with follow it waits for new events until
+// ctx ends. A failing export is retried with backoff until it succeeds or
+// ctx ends: the backlog stays in the journal. What was acknowledged is
+// never exported again by the next Ship; what was not is, with the same
+// IDs. The end of ctx ends Ship without an error.
+func (s *Shipper) Ship(ctx context.Context, follow bool) (Stats, error) {
+	st, err := s.ship(ctx, follow)
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = nil
+	}
+	return st, err
+}
+
+func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
+	var st Stats
+	pos, ok, err := s.cur.Load(ctx)
+	if err != nil {
+		return st, fmt.Errorf("otlp: reading the export cursor: %w", err)
+	}
+	if !ok {
+		pos = Position{GPos: 0, From: 1}
+	}
+	st.Position = pos
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The reading goroutine runs one batch ahead of the exports.
+	items := make(chan item, s.o.Batch)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.read(ctx, pos.From, follow, items)
+	}()
+	defer func() { cancel(); <-done }()
+
+	m := NewMapper()
+	var b batch
+	for {
+		var it item
+		select {
+		case it = <-items:
+		case <-ctx.Done():
+			return st, nil
+		}
+		if it.pass || it.end {
+			if err := s.flush(ctx, m, &b, &st); err != nil {
+				return st, err
+			}
+			if it.end && it.err != nil {
+				return st, fmt.Errorf("otlp: reading the journal: %w", it.err)
+			}
+			if it.end {
+				return st, nil
+			}
+			continue
+		}
+		spans, rec := m.Map(it.e)
+		if it.e.GPos <= pos.GPos {
+			continue // shipped before: read again to rebuild open spans
+		}
+		b.add(it.e.GPos, spans, rec)
+		if b.events >= s.o.Batch || b.bytes >= s.o.MaxBytes {
+			if err := s.flush(ctx, m, &b, &st); err != nil {
+				return st, err
+			}
+		}
+	}
+}
+
+// read sends the events from gpos from on to items, then the end; with
+// follow, it reads again every Linger from where it stopped, sending a
+// pass item after each read, until ctx ends. (Polling, not Follow: a
+// follower woken by every commit costs a busy writer more than one read
+// per Linger.)
+func (s *Shipper) read(ctx context.Context, from uint64, follow bool, items chan<- item) {
+	send := func(it item) bool {
+		select {
+		case items <- it:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		err := s.src.ReadAll(ctx, from, func(e events.Event) error {
+			from = e.GPos + 1
+			if !send(item{e: e}) {
+				return ctx.Err()
+			}
+			return nil
+		})
+		if err != nil || !follow {
+			send(item{end: true, err: err})
+			return
+		}
+		if !send(item{pass: true}) {
+			return
+		}
+		t := time.NewTimer(s.o.Linger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// batch is the records of the events read since the last export.
+type batch struct {
+	spans  []Span
+	logs   []Log
+	last   uint64
+	events int
+	bytes  int
+}
+
+func (b *batch) add(gpos uint64, spans []Span, rec Log) {
+	b.spans = append(b.spans, spans...)
+	b.logs = append(b.logs, rec)
+	b.last = gpos
+	b.events++
+	b.bytes += len(rec.Body)
+}
+
+// flush exports b until the receiver acknowledges it, then saves the
+// cursor. It returns an error only when ctx ends or the cursor cannot be
+// saved.
+func (s *Shipper) flush(ctx context.Context, m *Mapper, b *batch, st *Stats) error {
+	if b.events == 0 {
+		return nil
+	}
+	if err := s.export(ctx, b, st); err != nil {
+		return err
+	}
+	p := Position{GPos: b.last, From: m.From()}
+	if p.From == 0 {
+		p.From = b.last + 1
+	}
+	if err := s.cur.Save(ctx, p); err != nil {
+		return fmt.Errorf("otlp: saving the export cursor at %d (the events after %d will be sent again): %w", b.last, st.Position.GPos, err)
+	}
+	st.Position = p
+	st.Events += b.events
+	st.Spans += len(b.spans)
+	st.Logs += len(b.logs)
+	*b = batch{spans: b.spans[:0], logs: b.logs[:0]}
+	return nil
+}
+
+// export tries b until it is acknowledged or ctx ends, logging the first
+// failure of an episode and its end.
+func (s *Shipper) export(ctx context.Context, b *batch, st *Stats) error {
+	wait := s.o.MinBackoff
+	var since time.Time
+	failed := 0
+	for {
+		err := s.exp.Export(ctx, b.spans, b.logs)
+		if err == nil {
+			if failed > 0 {
+				s.log.Info("otlp export recovered: the backlog is being sent", "failed_tries", failed, "after", time.Since(since).Round(time.Millisecond))
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		st.Failures++
+		if failed == 0 {
+			since = time.Now()
+			s.log.Warn("otlp export failing: events stay in the journal and are sent when the collector takes them; retrying with backoff",
+				"error", err, "from_gpos", b.last-uint64(b.events)+1)
+		}
+		failed++
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		wait = min(wait*2, s.o.MaxBackoff)
+	}
+}
