@@ -33,17 +33,23 @@ type conn struct {
 	// needsAuth is why the server refused us for want of a sign-in
 	// (oauth.Transport's OnNeedsAuth), nil while it has not.
 	needsAuth atomic.Pointer[string]
-	ctx       context.Context // ends when the conn is torn down
-	cancel    context.CancelFunc
-	relist    chan string // coalesced re-list requests (the trigger)
-	ready     chan struct{}
-	reaped    chan struct{} // closed once a stdio process's exit is reported
+	// known is the protocol version the journal's tool cache holds for
+	// this server's config (see ProtocolAuto), "" if none or not asked.
+	known  string
+	ctx    context.Context // ends when the conn is torn down
+	cancel context.CancelFunc
+	relist chan string // coalesced re-list requests (the trigger)
+	ready  chan struct{}
+	reaped chan struct{} // closed once a stdio process's exit is reported
 	// handshook is closed once Connect has returned and a failure of it,
 	// if any, has been reported. A stdio exit is reported only after
 	// that: when the handshake times out, go-sdk closes the server's
 	// stdin and the server exits 0, and the journal must name the
 	// timeout as the cause, not the exit.
 	handshook chan struct{}
+
+	// excl collects the tools go-sdk leaves out of a listing.
+	excl exclusions
 
 	mu       sync.Mutex
 	proc     *process
@@ -93,11 +99,26 @@ func (c *conn) startupTimeout() time.Duration {
 	return c.m.opts.StartupTimeout
 }
 
+// protocolVersion is the server's protocol version setting: its own, or
+// the Manager's.
 func (c *conn) protocolVersion() string {
 	if v := c.spec.Config.ProtocolVersion; v != "" {
 		return v
 	}
 	return c.m.opts.ProtocolVersion
+}
+
+// connectVersion is the version to ask go-sdk for ("" for its latest,
+// which discovers and falls back to initialize), and whether it is the
+// one the journal knows rather than the setting.
+func (c *conn) connectVersion() (string, bool) {
+	switch v := c.protocolVersion(); {
+	case v != ProtocolAuto:
+		return v, false
+	case c.known != "":
+		return c.known, true
+	}
+	return "", false
 }
 
 // run connects, handshakes and lists, reporting each step; then it watches
@@ -120,7 +141,7 @@ func (c *conn) run() {
 	}
 	client := newClient(c.server, &mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
 		&mcp.ClientOptions{
-			Logger: m.log,
+			Logger: exclusionLogger(m.log, &c.excl),
 			// Advertise nothing we do not implement (no roots, sampling or
 			// elicitation): go-sdk's default advertises roots.
 			Capabilities:               &mcp.ClientCapabilities{},
@@ -138,7 +159,8 @@ func (c *conn) run() {
 		wd := time.AfterFunc(c.startupTimeout(), c.cancel)
 		cancel = func() { wd.Stop() }
 	}
-	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: c.protocolVersion()})
+	version, fromJournal := c.connectVersion()
+	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	cancel()
 	if m.afterConnect != nil {
 		m.afterConnect(err)
@@ -146,6 +168,12 @@ func (c *conn) run() {
 	if err != nil {
 		if c.spec.Config.Transport == events.TransportSSE && errors.Is(c.ctx.Err(), context.Canceled) && !c.isStopping() {
 			err = fmt.Errorf("initialize: %w", context.DeadlineExceeded)
+		}
+		if fromJournal && !c.isStopping() {
+			// The server may have changed the versions it speaks: the
+			// next attempt negotiates afresh.
+			m.versionMiss.Store(c.server, events.Fingerprint(&c.spec.Config))
+			err = fmt.Errorf("%w (connected in %s, the version it spoke before; the next attempt negotiates the version afresh)", err, version)
 		}
 		c.fail("handshake", err)
 		close(c.handshook)
@@ -180,7 +208,7 @@ func (c *conn) run() {
 		defer close(extras)
 		c.listExtras(hs.Capabilities)
 	})
-	tools, err := c.listTools()
+	tools, excluded, err := c.listTools()
 	if err != nil {
 		c.fail("list", err)
 		return
@@ -192,7 +220,7 @@ func (c *conn) run() {
 	case <-c.ctx.Done():
 	}
 	wait.Stop()
-	m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: "initial", Tools: tools})
+	m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: "initial", Tools: tools, ProtocolVersion: hs.ProtocolVersion, Excluded: excluded})
 	select {
 	case <-c.ready:
 	case <-c.ctx.Done():
@@ -425,7 +453,7 @@ func (c *conn) health() {
 		err := retry(c.ctx, c.m.opts.Retry, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, c.m.opts.PingTimeout)
 			defer cancel()
-			return cs.Ping(ctx, nil)
+			return cs.Ping(ctx, c.pingParams(cs))
 		})
 		if c.ctx.Err() != nil {
 			return
