@@ -60,6 +60,11 @@ type conn struct {
 	// and httpConns the connections it dialed.
 	httpTransport *http.Transport
 	httpConns     *connSet
+	// httpClient is the HTTP attempt's client (the runtime's own
+	// requests use it: probe.go); wire its stdio or in-process
+	// connection, once connected.
+	httpClient *http.Client
+	wire       *wireConn
 	readyOne      sync.Once
 }
 
@@ -264,7 +269,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		// the server's result bound.
 		calls := newWireCalls()
 		capped.calls, capped.limits, capped.cut = calls, c.shrinkLimits, c.cutInTransit
-		return wireTransport{lineTransport{r: capped, w: p.stdin}, calls}, nil
+		return wireTransport{lineTransport{r: capped, w: p.stdin}, calls, c.setWire}, nil
 	case events.TransportHTTP, events.TransportSSE:
 		u, err := url.Parse(c.spec.URL)
 		if err != nil {
@@ -286,12 +291,13 @@ func (c *conn) open() (mcp.Transport, error) {
 		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: c.spec.Config.Transport, Endpoint: c.spec.URL})
 		conns := newConnSet()
 		tr := newHTTPTransport(conns)
-		c.mu.Lock()
-		c.httpTransport, c.httpConns = tr, conns // closed at teardown
-		c.mu.Unlock()
 		// A call's oversized answer is cut in transit, as over stdio.
 		hc := &http.Client{Transport: &capTransport{base: &headerTransport{base: c.authTransport(tr), headers: c.spec.Headers},
 			max: m.opts.MaxMessageBytes, limits: c.shrinkLimits, cut: c.cutInTransit, calls: newWireCalls()}}
+		c.mu.Lock()
+		c.httpTransport, c.httpConns = tr, conns // closed at teardown
+		c.httpClient = hc
+		c.mu.Unlock()
 		if c.spec.Config.Transport == events.TransportSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.spec.URL, HTTPClient: hc}, nil
 		}
@@ -310,7 +316,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		c.inproc = ss
 		c.mu.Unlock()
 		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: events.TransportInProcess, Endpoint: "in-process"})
-		return wireTransport{Transport: ct}, nil
+		return wireTransport{Transport: ct, connected: c.setWire}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", c.spec.Config.Transport)
 }
@@ -430,7 +436,8 @@ func (c *conn) watch() {
 	c.m.observe(c, &events.TransportClosed{Attempt: c.attempt, Error: c.authClass(classifyClosed(err))})
 }
 
-// health pings the server every PingInterval; consecutive failures are
+// health checks the server every PingInterval (probe: a ping, or on a
+// 2026-07-28 session a server/discover); consecutive failures are
 // reported, and the decider declares the session broken after K of them.
 func (c *conn) health() {
 	iv := c.m.opts.PingInterval
@@ -453,7 +460,7 @@ func (c *conn) health() {
 		err := retry(c.ctx, c.m.opts.Retry, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, c.m.opts.PingTimeout)
 			defer cancel()
-			return cs.Ping(ctx, c.pingParams(cs))
+			return c.probe(ctx, cs)
 		})
 		if c.ctx.Err() != nil {
 			return

@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime/config"
 )
@@ -40,22 +38,6 @@ func (m *Manager) knownVersion(server string, spec *config.Spec) string {
 		return ""
 	}
 	return m.set.Cache.ProtocolVersion(server, fp)
-}
-
-// pingParams are the parameters of a health check on cs: on a 2026-07-28
-// session the _meta every request must carry (go-sdk's Ping adds none, and
-// a stateless HTTP server refuses a request without it), nil otherwise.
-func (c *conn) pingParams(cs *mcp.ClientSession) *mcp.PingParams {
-	ir := cs.InitializeResult()
-	if ir == nil || ir.ProtocolVersion < stateless {
-		return nil
-	}
-	return &mcp.PingParams{Meta: mcp.Meta{
-		mcp.MetaKeyProtocolVersion: ir.ProtocolVersion,
-		mcp.MetaKeyClientInfo:      &mcp.Implementation{Name: c.m.opts.ClientName, Version: c.m.opts.ClientVersion},
-		// A ping needs no capability: declaring none is true of it.
-		mcp.MetaKeyClientCapabilities: map[string]any{},
-	}}
 }
 
 // exclusions collects the tools go-sdk's client leaves out of a tools/list
