@@ -65,7 +65,7 @@ type conn struct {
 	// connection, once connected.
 	httpClient *http.Client
 	wire       *wireConn
-	readyOne      sync.Once
+	readyOne   sync.Once
 }
 
 func newConn(m *Manager, server string, attempt int, spec config.Spec) *conn {
