@@ -50,6 +50,9 @@ type conn struct {
 
 	// excl collects the tools go-sdk leaves out of a listing.
 	excl exclusions
+	// ownListen is set once the runtime listens for list changes in
+	// place of go-sdk (listen.go).
+	ownListen atomic.Bool
 
 	mu       sync.Mutex
 	proc     *process
@@ -293,7 +296,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		tr := newHTTPTransport(conns)
 		// A call's oversized answer is cut in transit, as over stdio.
 		hc := &http.Client{Transport: &capTransport{base: &headerTransport{base: c.authTransport(tr), headers: c.spec.Headers},
-			max: m.opts.MaxMessageBytes, limits: c.shrinkLimits, cut: c.cutInTransit, calls: newWireCalls()}}
+			max: m.opts.MaxMessageBytes, limits: c.shrinkLimits, cut: c.cutInTransit, calls: newWireCalls(), listenEnded: c.listenEnded}}
 		c.mu.Lock()
 		c.httpTransport, c.httpConns = tr, conns // closed at teardown
 		c.httpClient = hc

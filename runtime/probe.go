@@ -32,8 +32,10 @@ const methodDiscover = "server/discover"
 // maxProbeAnswer bounds the answer to a probe that is read.
 const maxProbeAnswer = 1 << 20
 
-// setWire keeps the stdio or in-process connection for probe.
+// setWire keeps the stdio or in-process connection for probe and
+// listenAgain, and has it tell when go-sdk's listen ends.
 func (c *conn) setWire(w *wireConn) {
+	w.listenEnded = c.listenEnded
 	c.mu.Lock()
 	c.wire = w
 	c.mu.Unlock()

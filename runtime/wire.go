@@ -60,6 +60,12 @@ type wireConn struct {
 	ownMu   sync.Mutex
 	ownNext int64
 	own     map[string]chan *jsonrpc.Response // by ID: the runtime's requests awaiting an answer
+
+	// listen is the ID of go-sdk's subscriptions/listen request (set
+	// under ownMu); listenEnded, if set (before the connection is used),
+	// is called when an answer to it ends that subscription.
+	listen      jsonrpc.ID
+	listenEnded func()
 }
 
 // ownIDPrefix starts the IDs of the runtime's own requests: strings,
@@ -159,6 +165,11 @@ func (c *wireCalls) cutInTransit(id jsonrpc.ID, t guard.Transit) bool {
 // Write notes the sink of a request whose context carries one, then
 // writes it.
 func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == methodListen {
+		c.ownMu.Lock()
+		c.listen = req.ID
+		c.ownMu.Unlock()
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		if s, ok := ctx.Value(wireSinkKey{}).(*wireSink); ok {
 			c.mu.Lock()
@@ -183,6 +194,14 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			break
 		}
 		msg, err = c.Connection.Read(ctx)
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.listenEnded != nil {
+		c.ownMu.Lock()
+		ended := c.listen.IsValid() && resp.ID == c.listen
+		c.ownMu.Unlock()
+		if ended {
+			go c.listenEnded() // it only starts a goroutine the Manager owns
+		}
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && len(resp.Result) > 0 {
 		c.mu.Lock()
