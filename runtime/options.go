@@ -63,8 +63,9 @@ type Options struct {
 	// StartupTimeout bounds connect + initialize + first tools/list for one
 	// attempt (default 30 s; a server's "timeout" overrides it).
 	StartupTimeout time.Duration
-	// PingInterval is the health ping period (default 30 s; <0 disables);
-	// PingTimeout bounds each ping (default 5 s).
+	// PingInterval is the health check period (default 30 s; <0
+	// disables): a ping, or on a 2026-07-28 session a server/discover
+	// (probe.go); PingTimeout bounds each check (default 5 s).
 	PingInterval time.Duration
 	PingTimeout  time.Duration
 	// CallTimeout bounds a tool call (default 60 s; a server's "timeout"
