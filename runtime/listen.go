@@ -37,8 +37,12 @@ import (
 const methodListen = "subscriptions/listen"
 
 // listenReopenEvery is the least time between two listens the runtime
-// opens after one ends.
-const listenReopenEvery = time.Second
+// opens after one ends; a listen that ends sooner than that (refused, or
+// cut at once) doubles the wait, up to listenReopenMax.
+const (
+	listenReopenEvery = time.Second
+	listenReopenMax   = 5 * time.Minute
+)
 
 // listenEnded is called when go-sdk's listen stream ends without the
 // client ending it: the runtime listens in its place, once.
@@ -51,8 +55,12 @@ func (c *conn) listenEnded() {
 }
 
 // listenAgain re-lists and keeps a listen of the runtime's open until the
-// connection ends.
+// connection ends. It re-lists before the first listen and before each
+// one that follows a listen that was open a while (changes may have been
+// missed while none was), not after a refusal: a server that refuses
+// every listen costs a request per backoff, not a listing.
 func (c *conn) listenAgain() {
+	relist, wait := true, listenReopenEvery
 	for {
 		cs := c.session()
 		if cs == nil {
@@ -66,10 +74,13 @@ func (c *conn) listenAgain() {
 		params := c.discoverParams(ir.ProtocolVersion)
 		params["notifications"] = map[string]bool{"toolsListChanged": caps.ToolsListChanged,
 			"promptsListChanged": caps.PromptsListChanged, "resourcesListChanged": caps.ResourcesListChange}
-		c.requestRelist("listen_reopened")
+		if relist {
+			c.requestRelist("listen_reopened")
+		}
 		c.mu.Lock()
 		w, hc := c.wire, c.httpClient
 		c.mu.Unlock()
+		opened := time.Now()
 		var err error
 		switch {
 		case w != nil:
@@ -82,11 +93,19 @@ func (c *conn) listenAgain() {
 		if c.ctx.Err() != nil {
 			return
 		}
-		c.m.log.Warn("subscriptions/listen ended; listening again", "server", c.server, "err", err)
+		relist = time.Since(opened) >= listenReopenEvery
+		if relist {
+			wait = listenReopenEvery
+		} else {
+			wait = min(2*wait, listenReopenMax)
+		}
+		c.m.log.Warn("subscriptions/listen ended; listening again", "server", c.server, "err", err, "in", wait)
+		t := time.NewTimer(wait)
 		select {
 		case <-c.ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(listenReopenEvery):
+		case <-t.C:
 		}
 	}
 }

@@ -200,7 +200,7 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		ended := c.listen.IsValid() && resp.ID == c.listen
 		c.ownMu.Unlock()
 		if ended {
-			go c.listenEnded() // it only starts a goroutine the Manager owns
+			c.listenEnded() // it only starts a goroutine the Manager owns
 		}
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && len(resp.Result) > 0 {
