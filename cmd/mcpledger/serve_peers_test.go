@@ -234,6 +234,16 @@ func TestServeConformance(t *testing.T) {
 		t.Skip("needs root for a private network namespace (unshare -n)")
 	}
 	bin, cfg, env := peerSetup(t, peers)
+	// The 2025-11-25 scenarios' tools (test_sampling, test_elicitation,
+	// logging) sample, elicit and log with server-to-client requests,
+	// which go-sdk's server refuses on a 2026-07-28 session (its 2026
+	// tools use input_required results instead): the upstream speaks
+	// 2025-11-25 here, as a user of such a server would pin it.
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{
+		"command": filepath.Join(peers, everythingServer), "protocolVersion": "2025-11-25"}}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "-n", "bash", "-c", conformanceScript)
