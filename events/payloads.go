@@ -228,7 +228,7 @@ type Tool struct {
 // ToolsListed records a complete tools/list (all pages).
 type ToolsListed struct {
 	Attempt int    `msgpack:"attempt" json:"attempt"`
-	Trigger string `msgpack:"trigger" json:"trigger"` // initial, list_changed, interval, refresh
+	Trigger string `msgpack:"trigger" json:"trigger"` // initial, list_changed, interval, refresh, listen_reopened
 	Tools   []Tool `msgpack:"tools" json:"tools"`
 	// ProtocolVersion is the MCP version of the session that listed the
 	// tools (the handshake's): the tool cache keeps it, so that the next
