@@ -114,3 +114,55 @@ func TestListenStreamReopened(t *testing.T) {
 		t.Errorf("web is %+v, want ready on attempt 1 (the stream is reopened, not the session)", st)
 	}
 }
+
+// TestListenEndedOverTheWire: the same over a connection the runtime
+// reads itself (in-process here, as stdio): the server answers the first
+// subscriptions/listen at once, ending it; the runtime sees the answer,
+// re-lists, listens with a request of its own on the same connection, and
+// a later change reaches the catalog.
+func TestListenEndedOverTheWire(t *testing.T) {
+	srv := echoServer("mem")
+	var listens atomic.Int32
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "subscriptions/listen" && listens.Add(1) == 1 {
+				return &mcp.SubscriptionsListenResult{}, nil // ended at once
+			}
+			return next(ctx, method, req)
+		}
+	})
+	j, adapter := openJournal(t)
+	o := fastOpts(configOf())
+	o.InProcess = map[string]*mcp.Server{"mem": srv}
+	m, err := runtime.New(adapter, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, m, "mem ready", func(v *runtime.View) bool { return state(v, "mem").State == events.StateReady })
+	if pv := state(m.Snapshot(), "mem").ProtocolVersion; pv != "2026-07-28" {
+		t.Fatalf("mem speaks %q", pv)
+	}
+	waitFor(t, m, "a second listen", func(*runtime.View) bool { return listens.Load() >= 2 })
+	time.Sleep(100 * time.Millisecond) // the second listen is acknowledged
+	srv.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+	waitFor(t, m, "the tool added after the listen ended", func(v *runtime.View) bool {
+		_, ok := v.Tool("mcp__mem__late")
+		return ok
+	})
+	var triggers []string
+	for _, l := range payloadsOf[*events.ToolsListed](sessionEvents(t, j, m.Session()), "mem") {
+		triggers = append(triggers, l.Trigger)
+	}
+	if !inOrder(triggers, "initial", "listen_reopened", "list_changed") {
+		t.Errorf("listings %v, want initial, listen_reopened, then list_changed", triggers)
+	}
+	if res, err := m.CallTool(t.Context(), "mcp__mem__echo", map[string]any{"message": "still"}); err != nil || res.IsError {
+		t.Errorf("call after the listen was replaced: %v %+v", err, res)
+	}
+}
