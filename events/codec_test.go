@@ -44,7 +44,7 @@ func sample() []Event {
 		&TransportOpened{Attempt: 1, Transport: TransportHTTP, Endpoint: "127.0.0.1:1"},
 		&ConnectFailed{Attempt: 1, Phase: "handshake", Error: ce},
 		&HandshakeCompleted{Attempt: 1, ProtocolVersion: "2025-11-25", ServerName: "gh", Capabilities: Capabilities{Tools: true, ToolsListChanged: true}},
-		&ToolsListed{Attempt: 1, Trigger: "initial", Tools: []Tool{tool}},
+		&ToolsListed{Attempt: 1, Trigger: "initial", Tools: []Tool{tool}, ProtocolVersion: "2026-07-28", Excluded: []ExcludedTool{{Name: "bad", Reason: "x-mcp-header must be a non-empty string"}}},
 		&ResourcesListed{Attempt: 1, Resources: []Resource{{URI: "file:///a", Name: "a"}}, Templates: []ResourceTemplate{{URITemplate: "file:///{p}"}}, Error: "x"},
 		&PromptsListed{Attempt: 1, Prompts: []Prompt{{Name: "p", Arguments: []PromptArgument{{Name: "a", Required: true}}}}},
 		&PingFailed{Attempt: 1, Consecutive: 2, Error: "timeout", Class: ErrAuth},

@@ -228,8 +228,23 @@ type Tool struct {
 // ToolsListed records a complete tools/list (all pages).
 type ToolsListed struct {
 	Attempt int    `msgpack:"attempt" json:"attempt"`
-	Trigger string `msgpack:"trigger" json:"trigger"` // initial, list_changed, interval, refresh
+	Trigger string `msgpack:"trigger" json:"trigger"` // initial, list_changed, interval, refresh, listen_reopened
 	Tools   []Tool `msgpack:"tools" json:"tools"`
+	// ProtocolVersion is the MCP version of the session that listed the
+	// tools (the handshake's): the tool cache keeps it, so that the next
+	// connection to the same config skips the version negotiation. Empty
+	// in records written before it was kept.
+	ProtocolVersion string `msgpack:"protocol_version,omitempty" json:"protocol_version,omitempty"`
+	// Excluded are the tools the server listed that were not taken, each
+	// with the reason (an invalid x-mcp-header annotation): they are not
+	// in Tools.
+	Excluded []ExcludedTool `msgpack:"excluded,omitempty" json:"excluded,omitempty"`
+}
+
+// ExcludedTool is a listed tool that was left out of the catalog, and why.
+type ExcludedTool struct {
+	Name   string `msgpack:"name" json:"name"`
+	Reason string `msgpack:"reason" json:"reason"`
 }
 
 // Resource is one resource a server listed.

@@ -20,8 +20,9 @@ import (
 // ([DecodeBase]).
 //
 // Version 2 added SessionSummary.Command; version 3 each server's crash
-// times ([History.Crashes]).
-const HistoryVersion = 3
+// times ([History.Crashes]); version 4 the protocol version of each tool
+// cache entry ([ToolCache.ProtocolVersion]).
+const HistoryVersion = 4
 
 // MaxLaunches is how many launch (and crash) times History keeps per
 // server, newest last: enough for any storm-breaker limit
@@ -238,10 +239,16 @@ type serverLaunches struct {
 func (h *History) Encode() []byte { return h.encode(HistoryVersion) }
 
 // encode encodes h as version v wrote it: version 1 had no session
-// commands, versions 1 and 2 no crashes.
+// commands, versions 1 and 2 no crashes, versions 1 to 3 no protocol
+// versions in the tool cache.
 func (h *History) encode(v int) []byte {
 	d := historyDoc{Version: v, GPos: h.GPos, Pending: h.Approvals.Pending(),
 		Cache: h.Cache.Entries(), CacheGen: h.Cache.version, Sessions: h.Sessions()}
+	if v < 4 {
+		for i := range d.Cache {
+			d.Cache[i].ProtocolVersion = ""
+		}
+	}
 	if v == 1 {
 		for i := range d.Sessions {
 			d.Sessions[i].Command = ""
@@ -291,7 +298,8 @@ func DecodeHistory(b []byte) (*History, error) {
 // version is converted instead of refused. A version 1 state gives
 // sessions without a Command; a version 1 or 2 state gives no crashes (it
 // kept launches only, and the archived sessions ended before the archive's
-// cutoff, far outside any storm window).
+// cutoff, far outside any storm window); a version 1 to 3 state gives a
+// tool cache without protocol versions (the next connection negotiates).
 func DecodeBase(b []byte) (*History, error) {
 	v, err := historyVersion(b)
 	if err != nil {
@@ -340,7 +348,8 @@ func decodeHistory(b []byte) (*History, error) {
 		if err != nil {
 			return nil, err
 		}
-		h.Cache.entries[cacheKey{x.Server, x.Fingerprint}] = &cacheEntry{tools: x.Tools, session: sk, seq: x.Seq, time: x.Time}
+		h.Cache.entries[cacheKey{x.Server, x.Fingerprint}] = &cacheEntry{tools: x.Tools, protocolVersion: x.ProtocolVersion,
+			session: sk, seq: x.Seq, time: x.Time}
 	}
 	h.Cache.version = d.CacheGen
 	for _, x := range d.Configs {

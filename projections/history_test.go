@@ -43,7 +43,7 @@ func historyJournal() []events.Event {
 	s3.connect("git", events.StateConfiguring, 1, 200, toolList("log", "blame"))
 	s2.tr("web", events.StateConfiguring, events.StateLaunching, "", 1, nil)
 	s3.out("", &events.SessionStopped{Reason: events.ReasonShutdown})
-	s2.in("web", &events.ToolsListed{Attempt: 1, Trigger: "initial", Tools: toolList("search", "crawl")})
+	s2.in("web", &events.ToolsListed{Attempt: 1, Trigger: "initial", Tools: toolList("search", "crawl"), ProtocolVersion: "2026-07-28"})
 	s2.crash("web", events.StateLaunching, 1)
 	return j.evs
 }
@@ -416,5 +416,40 @@ func TestBaseOfVersion2(t *testing.T) {
 	}
 	if !BaseIs(v2, h) || BaseIs(v2, foldHistory(historyJournal()[:5])) {
 		t.Error("BaseIs does not compare a fold with a version 2 base in version 2")
+	}
+}
+
+// TestBaseOfVersion3: a version 3 base state (no protocol versions in the
+// tool cache) is read with the cache's lists and no versions; BaseIs
+// compares a fold with it in version 3; a version 3 checkpoint is refused.
+func TestBaseOfVersion3(t *testing.T) {
+	h := foldHistory(historyJournal())
+	fpWeb2 := fp(stdio("web", "--port", "9"))
+	if v := h.Cache.ProtocolVersion("web", fpWeb2); v != "2026-07-28" {
+		t.Fatalf("the fold's cache has version %q for web, want 2026-07-28", v)
+	}
+	v3 := h.encode(3)
+	if bytes.Contains(v3, []byte(`"protocol_version"`)) || !bytes.Contains(h.Encode(), []byte(`"protocol_version":"2026-07-28"`)) || !bytes.Contains(v3, []byte(`"crashes"`)) {
+		t.Fatalf("version 3 encoding has protocol versions or no crashes, or version 4 has none:\n%s", v3)
+	}
+	if _, err := DecodeHistory(v3); !errors.Is(err, ErrHistoryVersion) {
+		t.Errorf("DecodeHistory(version 3) = %v, want ErrHistoryVersion", err)
+	}
+	b, err := DecodeBase(v3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := b.Cache.ProtocolVersion("web", fpWeb2); v != "" {
+		t.Errorf("a version 3 base has protocol version %q", v)
+	}
+	if got, _ := b.Cache.Get("web", fpWeb2); !slices.Equal(toolNames(got), []string{"search", "crawl"}) {
+		t.Errorf("a version 3 base lost the cached tools: %v", toolNames(got))
+	}
+	d, err := DecodeHistory(h.Encode())
+	if err != nil || d.Cache.ProtocolVersion("web", fpWeb2) != "2026-07-28" {
+		t.Errorf("version 4 round trip: %v, version %q", err, d.Cache.ProtocolVersion("web", fpWeb2))
+	}
+	if !BaseIs(v3, h) || BaseIs(v3, foldHistory(historyJournal()[:5])) {
+		t.Error("BaseIs does not compare a fold with a version 3 base in version 3")
 	}
 }

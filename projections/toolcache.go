@@ -30,10 +30,12 @@ type cacheKey struct {
 }
 
 type cacheEntry struct {
-	tools   []events.Tool
-	session sessionKey
-	seq     uint64
-	time    int64
+	tools []events.Tool
+	// protocolVersion is the MCP version of the session that listed them.
+	protocolVersion string
+	session         sessionKey
+	seq             uint64
+	time            int64
 }
 
 // CacheEntry is one cached tool list, as [ToolCache.Entries] reports it.
@@ -46,6 +48,10 @@ type CacheEntry struct {
 	// Tools are the tools as listed, in the server's order; empty when the
 	// server listed none (which [ToolCache.Get] treats as a miss).
 	Tools []events.Tool `json:"tools"`
+	// ProtocolVersion is the MCP version the server's session spoke when
+	// it listed them ("" if the listing did not say: recorded before it
+	// was kept).
+	ProtocolVersion string `json:"protocol_version,omitempty"`
 	// Session, Seq and Time locate the tools.listed event the list came
 	// from (Time in unix nanoseconds).
 	Session string `json:"session"`
@@ -81,7 +87,8 @@ func (tc *ToolCache) Apply(e events.Event) {
 		if !ok {
 			return
 		}
-		tc.entries[cacheKey{e.Server, fp}] = &cacheEntry{tools: cloneTools(p.Tools), session: sk, seq: e.Seq, time: e.Time}
+		tc.entries[cacheKey{e.Server, fp}] = &cacheEntry{tools: cloneTools(p.Tools), protocolVersion: p.ProtocolVersion,
+			session: sk, seq: e.Seq, time: e.Time}
 		tc.version++
 	case *events.SessionStopped:
 		delete(tc.configs, sk)
@@ -108,6 +115,16 @@ func (tc *ToolCache) get(server, fingerprint string) []events.Tool {
 	return nil
 }
 
+// ProtocolVersion returns the MCP version the server spoke when it last
+// listed tools under config fingerprint, whether or not it listed any;
+// "" when nothing is cached or the listing did not record it.
+func (tc *ToolCache) ProtocolVersion(server, fingerprint string) string {
+	if ent, ok := tc.entries[cacheKey{server, fingerprint}]; ok {
+		return ent.protocolVersion
+	}
+	return ""
+}
+
 // Len returns the number of cached (server, fingerprint) lists, empty ones
 // included.
 func (tc *ToolCache) Len() int { return len(tc.entries) }
@@ -124,7 +141,7 @@ func (tc *ToolCache) Entries() []CacheEntry {
 	for i, k := range keys {
 		ent := tc.entries[k]
 		out[i] = CacheEntry{Server: k.server, Fingerprint: k.fingerprint, Tools: cloneTools(ent.tools),
-			Session: ent.session.String(), Seq: ent.seq, Time: ent.time}
+			ProtocolVersion: ent.protocolVersion, Session: ent.session.String(), Seq: ent.seq, Time: ent.time}
 	}
 	return out
 }

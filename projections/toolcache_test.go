@@ -142,3 +142,36 @@ func TestToolCacheCopies(t *testing.T) {
 		t.Error("Entries shares memory with the cache")
 	}
 }
+
+// TestToolCacheProtocolVersion: the cache keeps the protocol version of the
+// listing it holds, even an empty one, per (server, fingerprint); a later
+// listing that does not say replaces it.
+func TestToolCacheProtocolVersion(t *testing.T) {
+	gh, fs, db := stdio("github"), stdio("fs"), stdio("db")
+	j := newJournal()
+	s := j.session(1)
+	s.start()
+	s.config(gh, fs, db)
+	s.in("github", &events.ToolsListed{Tools: toolList("a"), ProtocolVersion: "2026-07-28"})
+	s.in("fs", &events.ToolsListed{ProtocolVersion: "2025-11-25"}) // lists nothing
+	s.in("db", &events.ToolsListed{Tools: toolList("q"), ProtocolVersion: "2025-11-25"})
+	s.in("db", &events.ToolsListed{Tools: toolList("q")})
+	tc := NewToolCache()
+	for _, e := range j.evs {
+		tc.Apply(e)
+	}
+	for _, c := range []struct{ server, fp, want string }{
+		{"github", fp(gh), "2026-07-28"},
+		{"fs", fp(fs), "2025-11-25"},
+		{"db", fp(db), ""},
+		{"github", "sha256:nope", ""},
+		{"nobody", fp(gh), ""},
+	} {
+		if got := tc.ProtocolVersion(c.server, c.fp); got != c.want {
+			t.Errorf("ProtocolVersion(%s, %s) = %q, want %q", c.server, c.fp[:12], got, c.want)
+		}
+	}
+	if ents := tc.Entries(); len(ents) != 3 || ents[1].Server != "fs" || ents[1].ProtocolVersion != "2025-11-25" {
+		t.Errorf("Entries: %+v", ents)
+	}
+}

@@ -97,8 +97,16 @@ func explain(snap *Snapshot, tool string) *Explanation {
 	if st.Config.Gated {
 		ex.Reasons = append(ex.Reasons, approvalReason(snap, server, st.Config))
 	}
+	if own != "" {
+		if seq, why := excluded(snap.Events, server, own); seq != 0 {
+			ex.Reasons = append(ex.Reasons, Reason{Seq: seq,
+				Text: fmt.Sprintf("%s listed %s, but it was left out of the catalog: %s", server, own, why)})
+		}
+	}
 	if own != "" && st.Phase == events.StateReady {
-		if slices.Contains(st.Withheld, own) {
+		if seq, _ := excluded(snap.Events, server, own); seq != 0 {
+			// explained above
+		} else if slices.Contains(st.Withheld, own) {
 			ex.Reasons = append(ex.Reasons, Reason{Seq: lastEvent(snap.Events, server, events.KindToolsChanged),
 				Text: fmt.Sprintf("tool %s changed its definition since the approval: withheld (tool_changed)", own)})
 		} else if !listed(snap.Events, server, own) {
@@ -211,4 +219,21 @@ func listed(evs []events.Event, server, tool string) bool {
 		}
 	}
 	return false
+}
+
+// excluded returns the seq of server's last listing and the reason it
+// gives for leaving tool out (an invalid x-mcp-header annotation), or 0 if
+// that listing did not leave it out.
+func excluded(evs []events.Event, server, tool string) (uint64, string) {
+	for _, e := range slices.Backward(evs) {
+		if p, ok := e.Payload.(*events.ToolsListed); ok && e.Server == server {
+			for _, x := range p.Excluded {
+				if x.Name == tool {
+					return e.Seq, x.Reason
+				}
+			}
+			return 0, ""
+		}
+	}
+	return 0, ""
 }

@@ -290,3 +290,34 @@ func TestWhyComparesServerNamesAsCatalogNamesSpellThem(t *testing.T) {
 		}
 	}
 }
+
+// A tool the server listed but the client left out of the catalog (an
+// invalid x-mcp-header annotation) is explained by the reason its listing
+// journaled, as long as the server's last listing left it out.
+func TestWhyNamesAToolLeftOutOfTheCatalog(t *testing.T) {
+	r := newRecording(t)
+	r.add("", servers(events.ServerConfig{Name: "web"}))
+	ready := r.ready("web", "good") + 1 // the listing's decision: ready
+	why1 := "property \"q\": x-mcp-header must be a non-empty string"
+	relisted := r.add("web", &events.ToolsListed{Attempt: 1, Trigger: "list_changed",
+		Tools:    []events.Tool{{Name: "good", Description: "good", DefHash: events.ToolDefHash("good", "good", "")}},
+		Excluded: []events.ExcludedTool{{Name: "other", Reason: "duplicate"}, {Name: "bad", Reason: why1}}})
+	ex := why(t, r.evs, "mcp__web__bad", 0)
+	want := []replay.Reason{{ready, "server web was ready"}, {relisted, "web listed bad, but it was left out of the catalog: " + why1}}
+	if ex.Available || !slices.Equal(ex.Reasons, want) {
+		t.Errorf("why mcp__web__bad = available %v %v, want %v", ex.Available, ex.Reasons, want)
+	}
+	// A later listing that does not name it: not listed, no exclusion.
+	last := r.add("web", &events.ToolsListed{Attempt: 1, Trigger: "list_changed"})
+	ex = why(t, r.evs, "mcp__web__bad", 0)
+	want = []replay.Reason{{ready, "server web was ready"}, {last, "web's last listing has no tool bad"}}
+	if !slices.Equal(ex.Reasons, want) {
+		t.Errorf("after a listing without it: %v, want %v", ex.Reasons, want)
+	}
+	// Another server's exclusion of the same name does not count.
+	r.add("", servers(events.ServerConfig{Name: "web"}, events.ServerConfig{Name: "db"}))
+	r.add("db", &events.ToolsListed{Attempt: 1, Trigger: "initial", Excluded: []events.ExcludedTool{{Name: "bad", Reason: why1}}})
+	if ex = why(t, r.evs, "mcp__web__bad", 0); len(ex.Reasons) != 2 || !strings.Contains(ex.Reasons[1].Text, "last listing has no tool bad") {
+		t.Errorf("db's exclusion explains web's tool: %v", ex.Reasons)
+	}
+}

@@ -65,7 +65,7 @@ func BenchmarkCallPath(b *testing.B) {
 		}
 		defer ss.Close()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1.0"}, nil).
-			Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: runtime.DefaultProtocolVersion})
+			Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -33,17 +33,26 @@ type conn struct {
 	// needsAuth is why the server refused us for want of a sign-in
 	// (oauth.Transport's OnNeedsAuth), nil while it has not.
 	needsAuth atomic.Pointer[string]
-	ctx       context.Context // ends when the conn is torn down
-	cancel    context.CancelFunc
-	relist    chan string // coalesced re-list requests (the trigger)
-	ready     chan struct{}
-	reaped    chan struct{} // closed once a stdio process's exit is reported
+	// known is the protocol version the journal's tool cache holds for
+	// this server's config (see ProtocolAuto), "" if none or not asked.
+	known  string
+	ctx    context.Context // ends when the conn is torn down
+	cancel context.CancelFunc
+	relist chan string // coalesced re-list requests (the trigger)
+	ready  chan struct{}
+	reaped chan struct{} // closed once a stdio process's exit is reported
 	// handshook is closed once Connect has returned and a failure of it,
 	// if any, has been reported. A stdio exit is reported only after
 	// that: when the handshake times out, go-sdk closes the server's
 	// stdin and the server exits 0, and the journal must name the
 	// timeout as the cause, not the exit.
 	handshook chan struct{}
+
+	// excl collects the tools go-sdk leaves out of a listing.
+	excl exclusions
+	// ownListen is set once the runtime listens for list changes in
+	// place of go-sdk (listen.go).
+	ownListen atomic.Bool
 
 	mu       sync.Mutex
 	proc     *process
@@ -54,7 +63,12 @@ type conn struct {
 	// and httpConns the connections it dialed.
 	httpTransport *http.Transport
 	httpConns     *connSet
-	readyOne      sync.Once
+	// httpClient is the HTTP attempt's client (the runtime's own
+	// requests use it: probe.go); wire its stdio or in-process
+	// connection, once connected.
+	httpClient *http.Client
+	wire       *wireConn
+	readyOne   sync.Once
 }
 
 func newConn(m *Manager, server string, attempt int, spec config.Spec) *conn {
@@ -93,11 +107,26 @@ func (c *conn) startupTimeout() time.Duration {
 	return c.m.opts.StartupTimeout
 }
 
+// protocolVersion is the server's protocol version setting: its own, or
+// the Manager's.
 func (c *conn) protocolVersion() string {
 	if v := c.spec.Config.ProtocolVersion; v != "" {
 		return v
 	}
 	return c.m.opts.ProtocolVersion
+}
+
+// connectVersion is the version to ask go-sdk for ("" for its latest,
+// which discovers and falls back to initialize), and whether it is the
+// one the journal knows rather than the setting.
+func (c *conn) connectVersion() (string, bool) {
+	switch v := c.protocolVersion(); {
+	case v != ProtocolAuto:
+		return v, false
+	case c.known != "":
+		return c.known, true
+	}
+	return "", false
 }
 
 // run connects, handshakes and lists, reporting each step; then it watches
@@ -120,7 +149,7 @@ func (c *conn) run() {
 	}
 	client := newClient(c.server, &mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
 		&mcp.ClientOptions{
-			Logger: m.log,
+			Logger: exclusionLogger(m.log, &c.excl),
 			// Advertise nothing we do not implement (no roots, sampling or
 			// elicitation): go-sdk's default advertises roots.
 			Capabilities:               &mcp.ClientCapabilities{},
@@ -138,7 +167,8 @@ func (c *conn) run() {
 		wd := time.AfterFunc(c.startupTimeout(), c.cancel)
 		cancel = func() { wd.Stop() }
 	}
-	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: c.protocolVersion()})
+	version, fromJournal := c.connectVersion()
+	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	cancel()
 	if m.afterConnect != nil {
 		m.afterConnect(err)
@@ -146,6 +176,12 @@ func (c *conn) run() {
 	if err != nil {
 		if c.spec.Config.Transport == events.TransportSSE && errors.Is(c.ctx.Err(), context.Canceled) && !c.isStopping() {
 			err = fmt.Errorf("initialize: %w", context.DeadlineExceeded)
+		}
+		if fromJournal && !c.isStopping() {
+			// The server may have changed the versions it speaks: the
+			// next attempt negotiates afresh.
+			m.versionMiss.Store(c.server, events.Fingerprint(&c.spec.Config))
+			err = fmt.Errorf("%w (connected in %s, the version it spoke before; the next attempt negotiates the version afresh)", err, version)
 		}
 		c.fail("handshake", err)
 		close(c.handshook)
@@ -180,7 +216,7 @@ func (c *conn) run() {
 		defer close(extras)
 		c.listExtras(hs.Capabilities)
 	})
-	tools, err := c.listTools()
+	tools, excluded, err := c.listTools()
 	if err != nil {
 		c.fail("list", err)
 		return
@@ -192,7 +228,7 @@ func (c *conn) run() {
 	case <-c.ctx.Done():
 	}
 	wait.Stop()
-	m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: "initial", Tools: tools})
+	m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: "initial", Tools: tools, ProtocolVersion: hs.ProtocolVersion, Excluded: excluded})
 	select {
 	case <-c.ready:
 	case <-c.ctx.Done():
@@ -236,7 +272,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		// the server's result bound.
 		calls := newWireCalls()
 		capped.calls, capped.limits, capped.cut = calls, c.shrinkLimits, c.cutInTransit
-		return wireTransport{lineTransport{r: capped, w: p.stdin}, calls}, nil
+		return wireTransport{lineTransport{r: capped, w: p.stdin}, calls, c.setWire}, nil
 	case events.TransportHTTP, events.TransportSSE:
 		u, err := url.Parse(c.spec.URL)
 		if err != nil {
@@ -258,12 +294,13 @@ func (c *conn) open() (mcp.Transport, error) {
 		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: c.spec.Config.Transport, Endpoint: c.spec.URL})
 		conns := newConnSet()
 		tr := newHTTPTransport(conns)
-		c.mu.Lock()
-		c.httpTransport, c.httpConns = tr, conns // closed at teardown
-		c.mu.Unlock()
 		// A call's oversized answer is cut in transit, as over stdio.
 		hc := &http.Client{Transport: &capTransport{base: &headerTransport{base: c.authTransport(tr), headers: c.spec.Headers},
-			max: m.opts.MaxMessageBytes, limits: c.shrinkLimits, cut: c.cutInTransit, calls: newWireCalls()}}
+			max: m.opts.MaxMessageBytes, limits: c.shrinkLimits, cut: c.cutInTransit, calls: newWireCalls(), listenEnded: c.listenEnded}}
+		c.mu.Lock()
+		c.httpTransport, c.httpConns = tr, conns // closed at teardown
+		c.httpClient = hc
+		c.mu.Unlock()
 		if c.spec.Config.Transport == events.TransportSSE {
 			return &mcp.SSEClientTransport{Endpoint: c.spec.URL, HTTPClient: hc}, nil
 		}
@@ -282,7 +319,7 @@ func (c *conn) open() (mcp.Transport, error) {
 		c.inproc = ss
 		c.mu.Unlock()
 		m.observe(c, &events.TransportOpened{Attempt: c.attempt, Transport: events.TransportInProcess, Endpoint: "in-process"})
-		return wireTransport{Transport: ct}, nil
+		return wireTransport{Transport: ct, connected: c.setWire}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", c.spec.Config.Transport)
 }
@@ -402,7 +439,8 @@ func (c *conn) watch() {
 	c.m.observe(c, &events.TransportClosed{Attempt: c.attempt, Error: c.authClass(classifyClosed(err))})
 }
 
-// health pings the server every PingInterval; consecutive failures are
+// health checks the server every PingInterval (probe: a ping, or on a
+// 2026-07-28 session a server/discover); consecutive failures are
 // reported, and the decider declares the session broken after K of them.
 func (c *conn) health() {
 	iv := c.m.opts.PingInterval
@@ -425,7 +463,7 @@ func (c *conn) health() {
 		err := retry(c.ctx, c.m.opts.Retry, func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, c.m.opts.PingTimeout)
 			defer cancel()
-			return cs.Ping(ctx, nil)
+			return c.probe(ctx, cs)
 		})
 		if c.ctx.Err() != nil {
 			return

@@ -511,6 +511,16 @@ func faultRows() []faultRow {
 				if s := state(f.m.Snapshot(), "bad"); s.State != events.StateReady || s.Attempt != 1 {
 					t.Errorf("status %+v after calling broken tools, want ready on attempt 1", s)
 				}
+				// go-sdk's client drops bad_header (a duplicate
+				// x-mcp-header): the listing journals it with the reason.
+				listed := payloadsOf[*events.ToolsListed](f.events(), "bad")
+				if len(listed) == 0 || len(listed[0].Excluded) != 1 || listed[0].Excluded[0].Name != "bad_header" ||
+					!strings.Contains(listed[0].Excluded[0].Reason, "duplicate x-mcp-header") {
+					t.Errorf("the listing does not journal bad_header as excluded: %+v", listed)
+				}
+				if countTools(listed[0].Tools, "bad_header") != 0 {
+					t.Error("bad_header is both listed and excluded")
+				}
 				t.Logf("%d tools, broken ones in the catalog: %v", st.Tools, names)
 			},
 		},

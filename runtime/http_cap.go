@@ -31,6 +31,9 @@ type capTransport struct {
 	cut    func(size int64, kept int)
 	calls  *wireCalls
 	spare  spareBuf
+	// listenEnded, if set, is called when go-sdk's subscriptions/listen
+	// stream ends (or is refused) while its request still runs.
+	listenEnded func()
 }
 
 // spareBuf holds the buffer of a connection's last oversized event while
@@ -70,7 +73,11 @@ func (t *capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			call = true
 		}
 	}
+	listen := t.listenEnded != nil && req.Header.Get("Mcp-Method") == methodListen
 	resp, err := t.base.RoundTrip(req)
+	if listen && (err != nil || resp.StatusCode != http.StatusOK) && req.Context().Err() == nil {
+		t.listenEnded()
+	}
 	if err != nil {
 		return resp, err
 	}
@@ -81,6 +88,9 @@ func (t *capTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = f
 	case mt == "text/event-stream":
 		resp.Body = &sseCap{r: resp.Body, max: t.max, calls: t.calls, limits: t.limits, cut: t.cut, chunk: make([]byte, 64<<10), spare: &t.spare}
+	}
+	if listen {
+		resp.Body = &listenBody{ReadCloser: resp.Body, ctx: req.Context(), ended: t.listenEnded}
 	}
 	return resp, nil
 }

@@ -58,13 +58,15 @@ func TestHTTPTransports(t *testing.T) {
 	if len(rep.Ready) != 3 {
 		t.Fatalf("ready %v, status %+v", rep.Ready, m.Status())
 	}
-	for _, name := range []string{"stateful", "stateless", "sse"} {
+	// auto: go-sdk's stateless server offers 2026-07-28; its stateful
+	// and SSE servers do not, and are spoken to in 2025-11-25.
+	for name, want := range map[string]string{"stateful": "2025-11-25", "stateless": "2026-07-28", "sse": "2025-11-25"} {
 		res, err := m.CallTool(t.Context(), "mcp__"+name+"__echo", map[string]any{"message": name})
 		if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != name {
 			t.Errorf("%s: %v %+v", name, err, res)
 		}
-		if pv := state(m.Snapshot(), name).ProtocolVersion; pv != runtime.DefaultProtocolVersion {
-			t.Errorf("%s negotiated %q, want the pinned %s", name, pv, runtime.DefaultProtocolVersion)
+		if pv := state(m.Snapshot(), name).ProtocolVersion; pv != want {
+			t.Errorf("%s negotiated %q, want %s", name, pv, want)
 		}
 	}
 	if !sawHeader.Load() {

@@ -462,3 +462,49 @@ func (l *lineLog) String() string {
 	defer l.mu.Unlock()
 	return l.buf.String()
 }
+
+// TestInteropMixedVersions: one session holding go-sdk servers that speak
+// 2026-07-28 (over stdio, and over stateless Streamable HTTP) and the npm
+// server-everything, which speaks 2025-11-25 only, each left at protocol
+// version auto: each is spoken to in its own version (as journaled on its
+// handshake and listing), and a tool of each answers.
+func TestInteropMixedVersions(t *testing.T) {
+	node, script := everything(t)
+	bin := runtimetest.BuildServer(t)
+	url, _ := runtimetest.StartHTTP(t, bin, []string{"MCPTEST_NAME=remote"}, "-stateless")
+	ce, se := stdio("everything", node, []string{script, "stdio"})
+	cg, sg := stdio("gostdio", bin, nil, "MCPTEST_NAME=gostdio")
+	ch, sh := remote("gohttp", events.TransportHTTP, url, nil)
+	j, adapter := openJournal(t)
+	m, err := runtime.New(adapter, fastOpts(configOf(ce, se, cg, sg, ch, sh)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	rep, err := m.Start(t.Context())
+	if err != nil || len(rep.Ready) != 3 {
+		t.Fatalf("start: %v %+v; status %+v", err, rep, m.Status())
+	}
+	waitCatalog(t, m, "everything")
+	want := map[string]string{"everything": "2025-11-25", "gostdio": "2026-07-28", "gohttp": "2026-07-28"}
+	v := m.Snapshot()
+	evs := sessionEvents(t, j, m.Session())
+	for name, pv := range want {
+		if st := state(v, name); st.ProtocolVersion != pv {
+			t.Errorf("%s speaks %q, want %s", name, st.ProtocolVersion, pv)
+		}
+		hs := payloadsOf[*events.HandshakeCompleted](evs, name)
+		ls := payloadsOf[*events.ToolsListed](evs, name)
+		if len(hs) == 0 || hs[0].ProtocolVersion != pv || len(ls) == 0 || ls[0].ProtocolVersion != pv {
+			t.Errorf("%s: the journal records handshake %+v, listing %+v; want %s", name, hs, ls, pv)
+		}
+		msg := "hello " + name
+		res, err := m.CallTool(t.Context(), "mcp__"+name+"__echo", map[string]any{"message": msg})
+		if err != nil || res.IsError || !strings.HasSuffix(textOf(t, res), msg) { // everything prefixes "Echo: "
+			t.Errorf("echo on %s: %v %+v", name, err, res)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

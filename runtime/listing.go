@@ -44,7 +44,7 @@ func (c *conn) relistLoop() {
 			}
 			continue
 		}
-		tools, err := c.listTools()
+		tools, excluded, err := c.listTools()
 		if c.ctx.Err() != nil {
 			return
 		}
@@ -52,21 +52,27 @@ func (c *conn) relistLoop() {
 			c.m.log.Warn("re-listing tools failed", "server", c.server, "err", err)
 			continue
 		}
-		c.m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: trigger, Tools: tools})
+		c.m.observe(c, &events.ToolsListed{Attempt: c.attempt, Trigger: trigger, Tools: tools,
+			ProtocolVersion: c.negotiated(), Excluded: excluded})
 	}
 }
 
-// listTools lists every page of tools, with a deadline.
-func (c *conn) listTools() ([]events.Tool, error) {
+// listTools lists every page of tools, with a deadline. It also returns
+// the tools go-sdk's client left out of the listing, with its reasons
+// (see exclusions).
+func (c *conn) listTools() ([]events.Tool, []events.ExcludedTool, error) {
 	cs := c.session()
 	if cs == nil {
-		return nil, errNoSession
+		return nil, nil, errNoSession
 	}
 	var out []events.Tool
+	var excluded []events.ExcludedTool
 	err := retry(c.ctx, c.m.opts.Retry, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, c.m.opts.ListTimeout)
 		defer cancel()
 		out = out[:0]
+		c.excl.start()
+		defer func() { excluded = c.excl.take() }()
 		for t, err := range cs.Tools(ctx, nil) {
 			if err != nil {
 				return err
@@ -76,9 +82,19 @@ func (c *conn) listTools() ([]events.Tool, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, excluded, nil
+}
+
+// negotiated is the protocol version of the live session ("" without one).
+func (c *conn) negotiated() string {
+	if cs := c.session(); cs != nil {
+		if ir := cs.InitializeResult(); ir != nil {
+			return ir.ProtocolVersion
+		}
+	}
+	return ""
 }
 
 // extrasWait is how long a new connection's first tool listing waits

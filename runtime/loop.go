@@ -423,6 +423,7 @@ func (m *Manager) launch(server string, attempt int) {
 		return
 	}
 	c := newConn(m, server, attempt, spec)
+	c.known = m.knownVersion(server, &spec)
 	m.conns[server] = c
 	m.goFunc(c.run)
 }

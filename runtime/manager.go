@@ -70,6 +70,11 @@ type Manager struct {
 	subsMu sync.Mutex
 	subs   map[chan *View]struct{}
 
+	// versionMiss maps a server to the config fingerprint under which a
+	// connection in the version the journal knew failed its handshake:
+	// its next attempt negotiates afresh (see knownVersion).
+	versionMiss sync.Map
+
 	// callSettings are the servers' call settings of the latest config
 	// reading (see setCallSettings).
 	callSettings atomic.Pointer[map[string]config.CallSettings]

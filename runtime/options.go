@@ -28,10 +28,18 @@ const (
 	Relaxed
 )
 
-// DefaultProtocolVersion is the MCP protocol version the client pins by
-// default (go-sdk-notes.md §0: v1.8.0 otherwise negotiates 2026-07-28,
-// which silently disables keepalive and breaks ping on stateless HTTP).
-const DefaultProtocolVersion = "2025-11-25"
+// ProtocolAuto is the protocol version setting that negotiates: MCP
+// 2026-07-28 with a server that offers it (server/discover), 2025-11-25
+// with one that does not (initialize after the failed discover). A server
+// whose version the journal knows (the tool cache, for the same config)
+// is connected to in that version at once: a 2025-11-25 server costs no
+// discover round trip after its first connection. If such a connection
+// fails in its handshake, the next attempt negotiates afresh.
+const ProtocolAuto = "auto"
+
+// DefaultProtocolVersion is the protocol version setting of a server that
+// has none: [ProtocolAuto].
+const DefaultProtocolVersion = ProtocolAuto
 
 // Options configure a Manager. The zero value is usable: every field has
 // a documented default.
@@ -55,8 +63,9 @@ type Options struct {
 	// StartupTimeout bounds connect + initialize + first tools/list for one
 	// attempt (default 30 s; a server's "timeout" overrides it).
 	StartupTimeout time.Duration
-	// PingInterval is the health ping period (default 30 s; <0 disables);
-	// PingTimeout bounds each ping (default 5 s).
+	// PingInterval is the health check period (default 30 s; <0
+	// disables): a ping, or on a 2026-07-28 session a server/discover
+	// (probe.go); PingTimeout bounds each check (default 5 s).
 	PingInterval time.Duration
 	PingTimeout  time.Duration
 	// CallTimeout bounds a tool call (default 60 s; a server's "timeout"
@@ -91,7 +100,8 @@ type Options struct {
 	// is used, and a server that answers 401 fails like any other
 	// handshake.
 	OAuthStore *oauth.Store
-	// ProtocolVersion pinned on connect (default "2025-11-25"); a server's
+	// ProtocolVersion is the MCP version to speak: "auto" (the default,
+	// see [ProtocolAuto]) or a version to pin ("2025-11-25"); a server's
 	// "protocolVersion" overrides it.
 	ProtocolVersion string
 	// ClientName and ClientVersion identify mcpledger to servers.

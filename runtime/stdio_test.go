@@ -68,7 +68,7 @@ func TestStdioLifecycleAndNoLeaks(t *testing.T) {
 		t.Fatalf("start: %v %+v", err, rep)
 	}
 	st := state(m.Snapshot(), "good")
-	if st.PID == 0 || st.ProtocolVersion != runtime.DefaultProtocolVersion {
+	if st.PID == 0 || st.ProtocolVersion != "2026-07-28" { // auto, and go-sdk's server offers it
 		t.Errorf("status %+v", st)
 	}
 	res, err := m.CallTool(t.Context(), "mcp__good__echo", map[string]any{"message": "over stdio"})

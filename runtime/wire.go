@@ -3,6 +3,9 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,6 +28,9 @@ import (
 type wireTransport struct {
 	mcp.Transport
 	calls *wireCalls // nil: its own
+	// connected, if set, is handed the connection (for requests of the
+	// runtime's own: see wireConn.call).
+	connected func(*wireConn)
 }
 
 // Connect connects the wrapped transport and wraps its connection.
@@ -37,14 +43,86 @@ func (t wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if calls == nil {
 		calls = newWireCalls()
 	}
-	return &wireConn{Connection: c, wireCalls: calls}, nil
+	wc := &wireConn{Connection: c, wireCalls: calls}
+	if t.connected != nil {
+		t.connected(wc)
+	}
+	return wc, nil
 }
 
 // wireConn is a client connection that hands the raw result of each
-// response to the sink its request was written with.
+// response to the sink its request was written with, and carries the
+// runtime's own requests beside go-sdk's (call).
 type wireConn struct {
 	mcp.Connection
 	*wireCalls
+
+	ownMu   sync.Mutex
+	ownNext int64
+	own     map[string]chan *jsonrpc.Response // by ID: the runtime's requests awaiting an answer
+
+	// listen is the ID of go-sdk's subscriptions/listen request (set
+	// under ownMu); listenEnded, if set (before the connection is used),
+	// is called when an answer to it ends that subscription.
+	listen      jsonrpc.ID
+	listenEnded func()
+}
+
+// ownIDPrefix starts the IDs of the runtime's own requests: strings,
+// where go-sdk numbers its requests, so the two never meet.
+const ownIDPrefix = "mcpledger-"
+
+// call sends a request of the runtime's own on the connection, beside
+// go-sdk's session, and waits for its answer: an error response is
+// returned as its *jsonrpc.Error. go-sdk never sees the answer.
+func (c *wireConn) call(ctx context.Context, method string, params any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	ch := make(chan *jsonrpc.Response, 1)
+	c.ownMu.Lock()
+	if c.own == nil {
+		c.own = map[string]chan *jsonrpc.Response{}
+	}
+	c.ownNext++
+	key := fmt.Sprintf("%s%d", ownIDPrefix, c.ownNext)
+	c.own[key] = ch
+	c.ownMu.Unlock()
+	defer func() {
+		c.ownMu.Lock()
+		delete(c.own, key)
+		c.ownMu.Unlock()
+	}()
+	id, _ := jsonrpc.MakeID(key) // a string: cannot fail
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
+		return fmt.Errorf("sending %q: %w", method, err)
+	}
+	select {
+	case resp := <-ch:
+		if resp.Error != nil {
+			return fmt.Errorf("calling %q: %w", method, resp.Error)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("calling %q: %w", method, ctx.Err())
+	}
+}
+
+// answersOwn hands resp to the runtime's request it answers, and reports
+// whether there was one.
+func (c *wireConn) answersOwn(resp *jsonrpc.Response) bool {
+	key, ok := resp.ID.Raw().(string)
+	if !ok || !strings.HasPrefix(key, ownIDPrefix) {
+		return false
+	}
+	c.ownMu.Lock()
+	ch := c.own[key]
+	c.ownMu.Unlock()
+	if ch != nil {
+		ch <- resp // buffered, one answer per request
+	}
+	return true // a late answer to one given up on is dropped too
 }
 
 // wireCalls are the requests of a connection written with a sink, until
@@ -87,6 +165,11 @@ func (c *wireCalls) cutInTransit(id jsonrpc.ID, t guard.Transit) bool {
 // Write notes the sink of a request whose context carries one, then
 // writes it.
 func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == methodListen {
+		c.ownMu.Lock()
+		c.listen = req.ID
+		c.ownMu.Unlock()
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		if s, ok := ctx.Value(wireSinkKey{}).(*wireSink); ok {
 			c.mu.Lock()
@@ -105,6 +188,21 @@ func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // the bytes it read).
 func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	for err == nil {
+		resp, ok := msg.(*jsonrpc.Response)
+		if !ok || !c.answersOwn(resp) {
+			break
+		}
+		msg, err = c.Connection.Read(ctx)
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.listenEnded != nil {
+		c.ownMu.Lock()
+		ended := c.listen.IsValid() && resp.ID == c.listen
+		c.ownMu.Unlock()
+		if ended {
+			c.listenEnded() // it only starts a goroutine the Manager owns
+		}
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && len(resp.Result) > 0 {
 		c.mu.Lock()
 		s := c.pending[resp.ID]

@@ -17,35 +17,63 @@ var errDecodedHere = &jsonrpc.Error{Code: codeDecodedHere, Message: "mcpledger: 
 // server-error range, beside frameCap's codeTooLarge).
 const codeDecodedHere = -32051
 
+// completeResult is an empty result of resultType "complete", as go-sdk
+// decodes one (it keeps the type in an unexported field, which only its
+// decoder sets): decodeTextResult starts from a copy of it.
+var completeResult = func() mcp.CallToolResult {
+	var r mcp.CallToolResult
+	if err := json.Unmarshal([]byte(`{"content":[],"resultType":"complete"}`), &r); err != nil {
+		panic("runtime: go-sdk does not decode a complete result: " + err.Error())
+	}
+	r.Content = nil
+	return r
+}()
+
 // decodeTextResult decodes the commonest tools/call result, text blocks
 // and nothing else ({"content":[{"type":"text","text":"…"},…]} with an
-// optional "isError"), into what go-sdk would decode from it; it returns
-// nil for anything else, which go-sdk then decodes as ever. What it
-// decodes, go-sdk does not decode at all (errDecodedHere).
+// optional "isError", and, as a 2026-07-28 server sends it, an optional
+// "_meta" and "resultType":"complete"), into what go-sdk would decode from
+// it; it returns nil for anything else, which go-sdk then decodes as ever.
+// What it decodes, go-sdk does not decode at all (errDecodedHere).
 //
 // Why: go-sdk decodes a result once as a whole and once per content block,
 // each time with a fresh decoder that allocates and clears a 32 KiB
 // buffer; for a short text that was a tenth of a gateway's CPU per call
 // (BENCHMARKS.md, "Gateway"). Keys are matched exactly (go-sdk's decoder
-// does not fold case either): a result with any other key, or a block of
-// any other type or with other keys (annotations, _meta), is left to
-// go-sdk.
+// does not fold case either): a result with any other key or another
+// resultType (input_required is go-sdk's to handle), or a block of any
+// other type or with other keys (annotations, _meta), is left to go-sdk.
 func decodeTextResult(raw []byte) *mcp.CallToolResult {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(raw, &top) != nil {
 		return nil
 	}
 	content, ok := top["content"]
-	if !ok || len(top) > 2 {
+	if !ok {
 		return nil
 	}
 	res := &mcp.CallToolResult{}
-	if ie, ok := top["isError"]; ok {
-		if len(top) != 2 || json.Unmarshal(ie, &res.IsError) != nil {
+	if _, ok := top["resultType"]; ok {
+		*res = completeResult // its resultType is unexported
+	}
+	for k, v := range top {
+		switch k {
+		case "content":
+		case "isError":
+			if json.Unmarshal(v, &res.IsError) != nil {
+				return nil
+			}
+		case "_meta":
+			if json.Unmarshal(v, &res.Meta) != nil {
+				return nil
+			}
+		case "resultType":
+			if string(v) != `"complete"` {
+				return nil
+			}
+		default:
 			return nil
 		}
-	} else if len(top) != 1 {
-		return nil
 	}
 	var blocks []map[string]json.RawMessage
 	if json.Unmarshal(content, &blocks) != nil || blocks == nil {

@@ -46,7 +46,18 @@ func formatEvent(e events.Event) string {
 		sb.WriteString(" ⚠ injection-signals=")
 		sb.WriteString(strings.Join(p.Signals, ","))
 	}
-	if s := summarize(e.Payload); s != "" {
+	p := any(e.Payload)
+	if cf, ok := e.Payload.(*events.CallFinished); ok && cf.Result.Text != "" {
+		// The result goes last: the summary's cut takes its end, never
+		// the outcome's duration and sizes after it.
+		c := *cf
+		c.Result = events.Blob{}
+		p = struct {
+			*events.CallFinished
+			Result events.Blob `json:"result"`
+		}{&c, cf.Result}
+	}
+	if s := summarize(p); s != "" {
 		sb.WriteByte(' ')
 		sb.WriteString(s)
 	}
@@ -56,7 +67,7 @@ func formatEvent(e events.Event) string {
 // summarize renders a payload as space-separated key=value pairs in field
 // order, leaving out empty values: nested objects in braces, lists of
 // scalars in brackets, lists of objects as their length.
-func summarize(p events.Payload) string {
+func summarize(p any) string {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return "(" + err.Error() + ")"

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -204,6 +205,11 @@ func (s *userSettings) set(m member, at func(int) string) []string {
 	return nil
 }
 
+// protocolVersionRe matches what "protocolVersion" may say: "auto" (speak
+// 2026-07-28 to a server that offers it, else 2025-11-25) or a version,
+// which pins it.
+var protocolVersionRe = regexp.MustCompile(`^(auto|\d{4}-\d{2}-\d{2})$`)
+
 // Entry fields.
 var knownFields = []string{"type", "command", "args", "env", "cwd", "url", "headers",
 	"disabled", "enabled", "timeout", "includeTools", "excludeTools", "protocolVersion",
@@ -255,7 +261,10 @@ func parseServer(path string, data []byte, m member, scope events.Scope) (p pars
 		case "url":
 			bad = str(f.val, &p.cfg.URL, `"url" must be a string`)
 		case "protocolVersion":
-			bad = str(f.val, &p.cfg.ProtocolVersion, `"protocolVersion" must be a string like "2025-06-18"`)
+			bad = str(f.val, &p.cfg.ProtocolVersion, `"protocolVersion" must be a string: "auto" or a version like "2025-11-25"`)
+			if bad == "" && !protocolVersionRe.MatchString(p.cfg.ProtocolVersion) {
+				bad = fmt.Sprintf(`"protocolVersion" is %q: write "auto" (the default) or a protocol version like "2025-11-25"`, p.cfg.ProtocolVersion)
+			}
 		case "args":
 			bad = strList(f.val, &p.cfg.Args, "args", false)
 		case "includeTools":

@@ -43,6 +43,9 @@ func TestConfigInvalidEntries(t *testing.T) {
 		{"stdiourl", `"type" is "stdio" but only "url" is set: set "command"`, events.TransportStdio},
 		{"httpnourl", `"type" is "http" but "url" is empty: set "url"`, events.TransportHTTP},
 		{"duphdr", `headers "X-Key" and "x-key" are the same HTTP header: keep one`, events.TransportHTTP},
+		{"autoversion", "", events.TransportStdio},
+		{"pinned", "", events.TransportStdio},
+		{"badversion", `"protocolVersion" is "latest": write "auto" (the default) or a protocol version like "2025-11-25"`, events.TransportStdio},
 	}
 	if len(lc.Observed.Servers) != len(tests) {
 		t.Errorf("%d servers, want %d", len(lc.Observed.Servers), len(tests))

@@ -151,7 +151,7 @@ func startGateway(t *testing.T, gopts *gateway.Options, tune func(*runtime.Optio
 	t.Helper()
 	j, adapter := runtimetest.OpenJournal(t)
 	opts := &runtime.Options{InProcess: servers, Seed: 1, PingInterval: -1, StartupTimeout: 10 * time.Second,
-		Logger: testLogger(t)}
+		Logger: testLogger(t), ProtocolVersion: "2025-11-25"} // the upstreams sample, elicit and log the 2025-11-25 way
 	if tune != nil {
 		tune(opts)
 	}

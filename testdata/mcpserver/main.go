@@ -90,7 +90,9 @@
 //	                           (debounced by 10 ms, so keep N above ~20).
 //	MCPTEST_LIST_CHANGED_STORM=N
 //	                           when the client sends notifications/initialized
-//	                           (the 2025-11-25 and older handshake), toggle a
+//	                           (the 2025-11-25 and older handshake) or, on a
+//	                           2026-07-28 session, 50 ms after its first
+//	                           subscriptions/listen, toggle a
 //	                           tool named "storm" N times (added on odd steps,
 //	                           removed on even ones). Over stdio each toggle
 //	                           is followed by a raw list_changed notification
@@ -153,6 +155,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -370,12 +373,27 @@ func newServer(st *state) *mcp.Server {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	var srv *mcp.Server
+	var stormOnce sync.Once
+	startStorm := func() { stormOnce.Do(func() { go storm(st, srv) }) }
 	if st.cfg.storm > 0 {
-		opts.InitializedHandler = func(context.Context, *mcp.InitializedRequest) { go storm(st, srv) }
+		opts.InitializedHandler = func(context.Context, *mcp.InitializedRequest) { startStorm() }
 	}
 	srv = mcp.NewServer(&mcp.Implementation{Name: st.cfg.name, Version: "0.0.1"}, opts)
 	addTools(st, srv)
 	srv.AddReceivingMiddleware(middleware(st))
+	if st.cfg.storm > 0 {
+		// A 2026-07-28 client sends no initialized notification: the
+		// storm starts once it listens for list changes (a moment later,
+		// so that its subscription is in place).
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "subscriptions/listen" {
+					time.AfterFunc(50*time.Millisecond, startStorm)
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	if st.cfg.toolsChangeMS > 0 {
 		go changeTools(srv, time.Duration(st.cfg.toolsChangeMS)*time.Millisecond)
 	}
