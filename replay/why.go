@@ -97,16 +97,16 @@ func explain(snap *Snapshot, tool string) *Explanation {
 	if st.Config.Gated {
 		ex.Reasons = append(ex.Reasons, approvalReason(snap, server, st.Config))
 	}
+	left := uint64(0) // the listing that left own out, whatever the server's state
 	if own != "" {
-		if seq, why := excluded(snap.Events, server, own); seq != 0 {
-			ex.Reasons = append(ex.Reasons, Reason{Seq: seq,
+		var why string
+		if left, why = excluded(snap.Events, server, own); left != 0 {
+			ex.Reasons = append(ex.Reasons, Reason{Seq: left,
 				Text: fmt.Sprintf("%s listed %s, but it was left out of the catalog: %s", server, own, why)})
 		}
 	}
-	if own != "" && st.Phase == events.StateReady {
-		if seq, _ := excluded(snap.Events, server, own); seq != 0 {
-			// explained above
-		} else if slices.Contains(st.Withheld, own) {
+	if own != "" && st.Phase == events.StateReady && left == 0 {
+		if slices.Contains(st.Withheld, own) {
 			ex.Reasons = append(ex.Reasons, Reason{Seq: lastEvent(snap.Events, server, events.KindToolsChanged),
 				Text: fmt.Sprintf("tool %s changed its definition since the approval: withheld (tool_changed)", own)})
 		} else if !listed(snap.Events, server, own) {
