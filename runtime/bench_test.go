@@ -30,8 +30,10 @@ import (
 	"github.com/mcpledger/mcpledger/store"
 )
 
-// benchProtocol is the protocol version every raw baseline pins, as the
-// Manager does by default.
+// benchProtocol is the protocol version every raw baseline pins, and the
+// Manager with it, so that each compares like with like (the Manager's
+// default, auto, speaks 2026-07-28 to these servers: BenchmarkProtocols
+// compares the two versions).
 const benchProtocol = "2025-11-25"
 
 // callLatencies records per-op durations and reports their median and p99.
@@ -129,12 +131,12 @@ func benchManagerCalls(b *testing.B, d runtime.Durability) {
 
 // managerEcho starts a Manager with durability d over a real store.Journal
 // and the echo server in-process, and returns one echo call through it.
+// The Manager pins 2025-11-25, as the raw baselines do.
 func managerEcho(b *testing.B, d runtime.Durability) func() error {
-	return managerEchoAt(b, d, "")
+	return managerEchoAt(b, d, benchProtocol)
 }
 
-// managerEchoAt is managerEcho with Options.ProtocolVersion set to proto
-// ("" for the default).
+// managerEchoAt is managerEcho with Options.ProtocolVersion set to proto.
 func managerEchoAt(b *testing.B, d runtime.Durability, proto string) func() error {
 	_, adapter := openJournal(b)
 	m, err := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": echoServer("mem")},
@@ -416,29 +418,52 @@ func BenchmarkStartStdio(b *testing.B) {
 }
 
 // benchStartManager times Manager.Start of n stdio servers until all are
-// ready (see BenchmarkStartStdio), each behind shim when it is set.
+// ready (see BenchmarkStartStdio), each behind shim when it is set, the
+// protocol pinned to 2025-11-25 as the raw baseline pins it.
 func benchStartManager(b *testing.B, bin string, n int, shim string) {
-	benchStartManagerAt(b, bin, n, shim, "")
+	benchStart(b, startBench{bin: bin, n: n, shim: shim, proto: benchProtocol})
 }
 
-// benchStartManagerAt is benchStartManager with Options.ProtocolVersion
-// set to proto ("" for the default).
-func benchStartManagerAt(b *testing.B, bin string, n int, shim, proto string) {
+// startBench is one way of starting servers that benchStart times.
+type startBench struct {
+	bin  string // the test server
+	n    int    // how many
+	shim string // the mcpledger binary to start each behind, or ""
+	// proto is Options.ProtocolVersion ("auto", a version).
+	proto string
+	// env is added to each server's environment.
+	env []string
+	// known: every op opens the same journal, which a first session
+	// (untimed) recorded, so the Manager knows each server's version;
+	// otherwise each op has a fresh journal.
+	known bool
+	// want, if set, is the version every server must have spoken.
+	want string
+}
+
+// benchStart times Manager.Start of sb.n stdio servers until all are
+// ready, each op on a fresh bbolt journal (fsync on, opened outside the
+// timer) unless sb.known.
+func benchStart(b *testing.B, sb startBench) {
+	bin, n := sb.bin, sb.n
 	var entries []any
 	for i := range n {
 		name := fmt.Sprintf("s%02d", i)
-		c, s := stdio(name, bin, nil, "MCPTEST_NAME="+name)
+		c, s := stdio(name, bin, nil, append([]string{"MCPTEST_NAME=" + name}, sb.env...)...)
 		entries = append(entries, c, s)
 	}
 	opts := fastOpts(configOf(entries...))
-	opts.ShimPath = shim
-	opts.ProtocolVersion = proto
+	opts.ShimPath = sb.shim
+	opts.ProtocolVersion = sb.proto
 	dir := b.TempDir()
-	lat := make(callLatencies, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		j, err := store.Open(filepath.Join(dir, fmt.Sprintf("journal-%d.db", i)), nil)
+	// once starts the servers on the op's journal and returns how long
+	// it took them all to be ready; the rest is outside the timer.
+	once := func(i int) time.Duration {
+		path := filepath.Join(dir, fmt.Sprintf("journal-%d.db", i))
+		if sb.known {
+			path = filepath.Join(dir, "journal.db")
+		}
+		j, err := store.Open(path, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -446,18 +471,20 @@ func benchStartManagerAt(b *testing.B, bin string, n int, shim, proto string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx := context.Background()
 		b.StartTimer()
 		t0 := time.Now()
-		if _, err := m.Start(ctx); err != nil {
+		if _, err := m.Start(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		v := benchWaitReady(b, m, n)
-		lat = append(lat, time.Since(t0))
+		took := time.Since(t0)
 		b.StopTimer()
 		var pids []int
 		for _, s := range v.Status {
 			pids = append(pids, s.PID)
+			if sb.want != "" && s.ProtocolVersion != sb.want {
+				b.Errorf("%s speaks %q, want %s", s.Name, s.ProtocolVersion, sb.want)
+			}
 		}
 		if err := m.Close(); err != nil {
 			b.Error(err)
@@ -466,9 +493,18 @@ func benchStartManagerAt(b *testing.B, bin string, n int, shim, proto string) {
 			b.Error(err)
 		}
 		benchCheckGone(b, pids)
-		b.StartTimer()
+		return took
 	}
 	b.StopTimer()
+	if sb.known {
+		once(-1) // the session that makes each server's version known
+	}
+	lat := make(callLatencies, 0, b.N)
+	b.ResetTimer()
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		lat = append(lat, once(i))
+	}
 	lat.report(b)
 }
 

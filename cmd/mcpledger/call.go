@@ -137,11 +137,14 @@ func decodeCallReply(raw json.RawMessage) (out *rt.CallResult, legacy bool, err 
 	if err := json.Unmarshal(raw, &reply); err != nil {
 		return nil, false, fmt.Errorf("call: decode result: %w", err)
 	}
-	if reply.Result != nil {
-		return &rt.CallResult{Result: reply.Result, Signals: reply.Signals,
+	res := &mcp.CallToolResult{}
+	if len(reply.Result) > 0 {
+		if err := json.Unmarshal(reply.Result, res); err != nil {
+			return nil, false, fmt.Errorf("call: decode result: %w", err)
+		}
+		return &rt.CallResult{Result: res, Signals: reply.Signals,
 			Rendered: guard.Rendered{Text: reply.Text, Chars: reply.Chars, Cut: reply.Cut, Bytes: reply.Bytes}}, false, nil
 	}
-	res := &mcp.CallToolResult{}
 	if err := json.Unmarshal(raw, res); err != nil {
 		return nil, false, fmt.Errorf("call: decode result: %w", err)
 	}

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime"
@@ -43,7 +41,8 @@ type Request struct {
 // process that predates Rendered answers with the bare CallToolResult,
 // which decodes into a CallReply with Result nil.
 type CallReply struct {
-	Result *mcp.CallToolResult `json:"result"`
+	// Result is the CallToolResult as the server sent it (JSON).
+	Result json.RawMessage `json:"result"`
 	// Text, Chars, Cut and Bytes are the runtime's guard.Rendered.
 	Text  string `json:"text"`
 	Chars int    `json:"chars"`
@@ -284,7 +283,11 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 			return nil, err
 		}
 		if req.Rendered {
-			return CallReply{Result: r.Result, Text: r.Text, Chars: r.Chars, Cut: r.Cut, Bytes: r.Bytes, Signals: r.Signals}, err
+			res, merr := json.Marshal(r.Result)
+			if merr != nil {
+				return nil, fmt.Errorf("call: encode the result: %w", merr)
+			}
+			return CallReply{Result: res, Text: r.Text, Chars: r.Chars, Cut: r.Cut, Bytes: r.Bytes, Signals: r.Signals}, err
 		}
 		return r.Result, err
 	case "reconnect":

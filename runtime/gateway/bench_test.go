@@ -47,9 +47,14 @@ import (
 //     binary, built for the run; audit durability, its bbolt journal with
 //     fsync in b.TempDir()) → the same server over stdio;
 //   - via-serve-relaxed: the same with serve --relaxed;
+//   - via-serve-relaxed,upstream=auto: via-serve-relaxed with the server
+//     spoken to under protocolVersion auto, the default, which speaks
+//     2026-07-28 to it (the others pin the server at 2025-11-25, as the
+//     direct baselines and the peer speak to it);
 //   - via-serve-2026: via-serve with the client on go-sdk's default,
 //     2026-07-28 (no session: each request carries its _meta and is
-//     served by go-sdk's stateless handler, not the fast call path);
+//     served by go-sdk's stateless handler, not the fast call path), the
+//     server spoken to in 2026-07-28 too;
 //   - via-tbxark: the same through the peer, TBXark/mcp-proxy at 4f78891
 //     (Go, mark3labs/mcp-go, records nothing), serving Streamable HTTP;
 //     the binary bench/tbxark.sh builds, named by MCPLEDGER_BENCH_TBXARK
@@ -82,10 +87,11 @@ func BenchmarkGateway(b *testing.B) {
 		})
 		b.Run("c=1", func(b *testing.B) { runConcurrent(b, 1, call) })
 	})
-	b.Run("via-serve", func(b *testing.B) { benchViaServe(b, bin, false) })
-	b.Run("via-serve-relaxed", func(b *testing.B) { benchViaServe(b, bin, true) })
+	b.Run("via-serve", func(b *testing.B) { benchViaServe(b, bin, false, pinned2025) })
+	b.Run("via-serve-relaxed", func(b *testing.B) { benchViaServe(b, bin, true, pinned2025) })
+	b.Run("via-serve-relaxed,upstream=auto", func(b *testing.B) { benchViaServe(b, bin, true, "auto") })
 	b.Run("via-serve-2026", func(b *testing.B) { // the client on 2026-07-28: sessionless requests
-		pid, url := startServe(b, map[string]any{"command": bin})
+		pid, url := startServe(b, map[string]any{"command": bin, "protocolVersion": "2026-07-28"})
 		cs := benchConnectVersion(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, "")
 		benchConcurrency(b, cs, "mcp__srv__echo", pid)
 	})
@@ -94,15 +100,20 @@ func BenchmarkGateway(b *testing.B) {
 	b.Run("manager-stdio-relaxed", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Relaxed) })
 }
 
+// pinned2025 is the protocol version serve speaks to the server in the
+// gateway benchmarks, as the direct baselines and the peer do.
+const pinned2025 = "2025-11-25"
+
 // benchViaServe runs the mcpledger binary's serve --http in front of the
-// test server (over stdio, as configured) and benchmarks calls through it:
-// client, gateway and server are three processes, as in production.
-func benchViaServe(b *testing.B, bin string, relaxed bool) {
+// test server (over stdio, as configured, spoken to in upstream: a
+// protocolVersion) and benchmarks calls through it: client, gateway and
+// server are three processes, as in production.
+func benchViaServe(b *testing.B, bin string, relaxed bool, upstream string) {
 	var extra []string
 	if relaxed {
 		extra = append(extra, "--relaxed")
 	}
-	pid, url := startServe(b, map[string]any{"command": bin}, extra...)
+	pid, url := startServe(b, map[string]any{"command": bin, "protocolVersion": upstream}, extra...)
 	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1})
 	benchConcurrency(b, cs, "mcp__srv__echo", pid)
 }

@@ -131,6 +131,12 @@
 //	MCPTEST_STDERR_LINES=N     write N lines "mcptest: stderr line i of N" to
 //	                           stderr at start.
 //	MCPTEST_PAGE_SIZE=N        ServerOptions.PageSize (tools/list page size).
+//	MCPTEST_PROTOCOLS=V,...    serve only these protocol versions
+//	                           (ServerOptions.SupportedProtocolVersions):
+//	                           "2025-11-25" makes a server that refuses
+//	                           2026-07-28 (its server/discover offers no
+//	                           2026 version, so clients fall back to
+//	                           initialize).
 //	MCPTEST_DEBUG=1            go-sdk server logs (slog text) to stderr.
 //	MCPTEST_CHILD_SLEEP=1      internal: be the sleeping grandchild.
 //
@@ -155,6 +161,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -181,6 +188,7 @@ type config struct {
 	slowStartMS   int
 	stderrLines   int
 	pageSize      int
+	versions      []string // MCPTEST_PROTOCOLS: the protocol versions served
 	debug         bool
 }
 
@@ -193,6 +201,7 @@ func loadConfig() (config, error) {
 		ignoreSIGTERM: os.Getenv("MCPTEST_IGNORE_SIGTERM") == "1",
 		garbage:       os.Getenv("MCPTEST_GARBAGE_STDOUT"),
 		dupTools:      os.Getenv("MCPTEST_DUP_TOOLS") == "1",
+		versions:      strings.FieldsFunc(os.Getenv("MCPTEST_PROTOCOLS"), func(r rune) bool { return r == ',' }),
 		badSchema:     os.Getenv("MCPTEST_BAD_SCHEMA") == "1",
 		spawnChild:    os.Getenv("MCPTEST_SPAWN_CHILD"),
 		debug:         os.Getenv("MCPTEST_DEBUG") == "1",
@@ -368,7 +377,7 @@ type state struct {
 }
 
 func newServer(st *state) *mcp.Server {
-	opts := &mcp.ServerOptions{PageSize: st.cfg.pageSize}
+	opts := &mcp.ServerOptions{PageSize: st.cfg.pageSize, SupportedProtocolVersions: st.cfg.versions}
 	if st.cfg.debug {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
