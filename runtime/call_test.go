@@ -487,11 +487,14 @@ func TestCallLargeResults(t *testing.T) {
 	// The journal keeps what arrived, whole, and says it was cut in
 	// transit from a message of the result's size plus its envelope.
 	f := evs[3].Payload.(*events.CallFinished)
-	wantResult := `{"content":[{"type":"text","text":"` + want + `"}]}`
+	// The server speaks 2026-07-28 (auto): its result carries its
+	// serverInfo in _meta and resultType.
+	wantResult := `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcptest","version":"0.0.1"}},` +
+		`"content":[{"type":"text","text":"` + want + `"}],"resultType":"complete"}`
 	if f.Result.Text != wantResult || f.Result.Truncated || f.WireBytes <= 100_000_000 || f.WireBytes > 100_000_200 ||
 		f.RenderedChars != 100_000_000 || f.CutChars != 100_000_000-guard.DefaultMaxResultChars {
-		t.Errorf("journaled 100 MB result: %d bytes (truncated %v), wire %d, rendered %d, cut %d",
-			len(f.Result.Text), f.Result.Truncated, f.WireBytes, f.RenderedChars, f.CutChars)
+		t.Errorf("journaled 100 MB result: %d bytes (truncated %v), wire %d, rendered %d, cut %d: %s",
+			len(f.Result.Text), f.Result.Truncated, f.WireBytes, f.RenderedChars, f.CutChars, strings.ReplaceAll(f.Result.Text, want, "<want>"))
 	}
 }
 
