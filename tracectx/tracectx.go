@@ -106,6 +106,9 @@ func Parse(traceparent, tracestate string) (sc trace.SpanContext, ok bool) {
 // tracestate (at most 32 validated members), or "" and "" when sc is not
 // valid. Only the sampled and random flags are kept.
 func Format(sc trace.SpanContext) (traceparent, tracestate string) {
+	if !sc.IsValid() {
+		return "", "" // no allocation for the calls made in no trace
+	}
 	var c carrier
 	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), &c)
 	return c.parent, c.state
