@@ -43,10 +43,11 @@ func (tt *traceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestGatewayTraceContext: a client's tools/call carrying a W3C trace
 // context, in its params._meta or (failing that) its HTTP headers, on
 // each of the gateway's ways in (the fast call path, go-sdk's sessions,
-// 2026-07-28 stateless), is journaled on call.started, and the upstream
-// server receives the same trace with the ledger's span of the call as
-// parent; a malformed traceparent is ignored (the header's is taken if
-// valid), and a call without one sends none upstream.
+// 2026-07-28 stateless, and not over HTTP), is journaled on call.started,
+// and the upstream server receives the same trace with the ledger's span
+// of the call as parent; a malformed traceparent is ignored (the
+// header's is taken if valid), and a call without one sends none
+// upstream.
 func TestGatewayTraceContext(t *testing.T) {
 	up := runtimetest.NewMetaServer("up")
 	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up.Server})
@@ -106,6 +107,21 @@ func TestGatewayTraceContext(t *testing.T) {
 		}
 	}
 
+	// Not over HTTP (as over stdio): _meta alone.
+	mem := f.connect(t, "in-memory", nil)
+	if _, err := mem.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__up__echo", Arguments: map[string]any{"message": "mem"},
+		Meta: mcp.Meta{"traceparent": tp(9)}}); err != nil {
+		t.Fatal(err)
+	}
+	cases = append(cases, struct {
+		name            string
+		opts            *mcp.ClientOptions
+		stateless       bool
+		meta, header    string
+		want, wantState string
+		path            string
+	}{name: "in memory, _meta", meta: tp(9), want: tp(9)})
+
 	var started []*events.CallStarted
 	for _, e := range f.events(t) {
 		if p, ok := e.Payload.(*events.CallStarted); ok {
@@ -131,7 +147,8 @@ func TestGatewayTraceContext(t *testing.T) {
 		client, _ := tracectx.Parse(tc.want, "")
 		upParent, ok := tracectx.Parse(got, "")
 		_, ledger := tracectx.CallIDs(f.m.Session(), st.CallID)
-		if !ok || upParent.TraceID() != client.TraceID() || upParent.SpanID() != ledger || meta["tracestate"] != tc.wantState {
+		state, _ := meta["tracestate"].(string)
+		if !ok || upParent.TraceID() != client.TraceID() || upParent.SpanID() != ledger || state != tc.wantState {
 			t.Errorf("%s: the upstream got %v; want trace %s, parent %s (the ledger's span), tracestate %q",
 				tc.name, meta, client.TraceID(), ledger, tc.wantState)
 		}
