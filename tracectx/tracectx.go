@@ -92,24 +92,60 @@ func (c *carrier) Keys() []string { return []string{KeyTraceparent, KeyTracestat
 // (and the context empty) for a traceparent that is malformed (wrong
 // lengths, upper-case or non-hex digits, an all-zero trace or span ID,
 // version ff, extra fields in version 00). A malformed tracestate is
-// dropped and the traceparent kept, as the W3C specification says.
+// dropped and the traceparent kept, as the W3C specification says; one
+// longer than MaxTracestate is cut to it.
 func Parse(traceparent, tracestate string) (sc trace.SpanContext, ok bool) {
 	if traceparent == "" {
 		return trace.SpanContext{}, false
 	}
 	ctx := propagation.TraceContext{}.Extract(context.Background(), &carrier{traceparent, tracestate})
 	sc = trace.SpanContextFromContext(ctx)
-	return sc, sc.IsValid()
+	if !sc.IsValid() {
+		return trace.SpanContext{}, false
+	}
+	return sc.WithTraceState(bound(sc.TraceState())), true
+}
+
+// MaxTracestate is the length of the tracestate kept (the W3C
+// specification asks a participant to pass on at least 512 characters).
+const MaxTracestate = 512
+
+// bound cuts ts to MaxTracestate characters as the W3C specification
+// lets a participant: entries over 128 characters first, then entries
+// from the end.
+func bound(ts trace.TraceState) trace.TraceState {
+	if len(ts.String()) <= MaxTracestate {
+		return ts
+	}
+	var keys, long []string
+	ts.Walk(func(k, v string) bool {
+		keys = append(keys, k)
+		if len(k)+1+len(v) > 128 {
+			long = append(long, k)
+		}
+		return true
+	})
+	for _, k := range long {
+		ts = ts.Delete(k)
+		if len(ts.String()) <= MaxTracestate {
+			return ts
+		}
+	}
+	for i := len(keys) - 1; len(ts.String()) > MaxTracestate; i-- {
+		ts = ts.Delete(keys[i])
+	}
+	return ts
 }
 
 // Format returns sc as a version 00 traceparent (55 characters) and its
-// tracestate (at most 32 validated members), or "" and "" when sc is not
-// valid. Only the sampled and random flags are kept.
+// tracestate (cut to MaxTracestate as Parse cuts it), or "" and "" when
+// sc is not valid. Only the sampled and random flags are kept.
 func Format(sc trace.SpanContext) (traceparent, tracestate string) {
 	if !sc.IsValid() {
 		return "", "" // no allocation for the calls made in no trace
 	}
 	var c carrier
+	sc = sc.WithTraceState(bound(sc.TraceState())) // a span of the caller's own tracer was not Parsed
 	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), &c)
 	return c.parent, c.state
 }

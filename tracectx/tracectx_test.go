@@ -1,6 +1,7 @@
 package tracectx_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -52,6 +53,44 @@ func TestParse(t *testing.T) {
 		if sc, ok := tracectx.Parse(bad, validState); ok || sc.IsValid() || sc.TraceState().Len() != 0 {
 			t.Errorf("Parse(%q) = %v, %v; want nothing", bad, sc, ok)
 		}
+	}
+}
+
+// TestParseBoundsTracestate: a tracestate longer than MaxTracestate is
+// cut as the W3C specification lets a participant cut it (entries over
+// 128 characters first, then from the end); a short one is kept whole.
+func TestParseBoundsTracestate(t *testing.T) {
+	var members []string
+	for i := range 32 {
+		v := strings.Repeat("v", 40)
+		if i == 3 {
+			v = strings.Repeat("w", 200) // the one over 128 characters
+		}
+		members = append(members, fmt.Sprintf("k%02d=%s", i, v))
+	}
+	sc, ok := tracectx.Parse(validParent, strings.Join(members, ","))
+	got := sc.TraceState().String()
+	if !ok || len(got) > tracectx.MaxTracestate || strings.Contains(got, "k03=") || !strings.HasPrefix(got, members[0]+","+members[1]+","+members[2]+","+members[4]) {
+		t.Fatalf("tracestate kept: %d characters %q", len(got), got)
+	}
+	// Every member it kept is whole, in order, and no later one was kept
+	// after one was dropped from the end.
+	kept := strings.Split(got, ",")
+	want := append(members[:3:3], members[4:]...)[:len(kept)]
+	if strings.Join(kept, ",") != strings.Join(want, ",") || len(got)+1+len(want[0]) <= tracectx.MaxTracestate {
+		t.Errorf("tracestate kept %q, want the first %d members but k03 (and no room for one more)", got, len(kept))
+	}
+	// A span context made elsewhere (a caller's own tracer) is cut
+	// when formatted.
+	long, err := trace.ParseTraceState(strings.Join(members, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, st := tracectx.Format(sc.WithTraceState(long)); st != got {
+		t.Errorf("Format of a long tracestate: %q, want %q", st, got)
+	}
+	if sc, _ := tracectx.Parse(validParent, validState); sc.TraceState().String() != validState {
+		t.Errorf("a short tracestate was changed: %q", sc.TraceState())
 	}
 }
 

@@ -88,6 +88,14 @@ func TestGatewayTraceContext(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// One request first: the gateway's session table learns a session
+		// once its initialize is answered, and a call racing that goes
+		// go-sdk's way.
+		if !tc.stateless {
+			if err := cs.Ping(t.Context(), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 		p := &mcp.CallToolParams{Name: "mcp__up__echo", Arguments: map[string]any{"message": tc.name}}
 		if tc.meta != "" {
 			p.Meta = mcp.Meta{"traceparent": tc.meta, "tracestate": "meta=1"}
