@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,6 +88,60 @@ func TestCallInCallersTrace(t *testing.T) {
 			up.TraceFlags() != tc.caller.TraceFlags() || s != tc.state {
 			t.Errorf("%s: the server was sent %v; want trace %s with the ledger's span %s as parent, tracestate %q",
 				tc.name, meta, tc.caller.TraceID(), ledger, tc.state)
+		}
+	}
+}
+
+// TestTracedCallRetried: a call in a caller's trace whose connection is
+// lost and that is retried (a read-only tool) stays in the caller's
+// trace: both tries journal it, and each try's request upstream names
+// that try's span (its own call ID) as parent.
+func TestTracedCallRetried(t *testing.T) {
+	j, adapter := openJournal(t)
+	srv := newCounting(t)
+	var mu sync.Mutex
+	var parents []string
+	srv.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" {
+				tp, _ := p.Meta[tracectx.KeyTraceparent].(string)
+				mu.Lock()
+				parents = append(parents, tp)
+				mu.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	opts := fastOpts(configOf())
+	opts.InProcess = map[string]*mcp.Server{"mem": srv.srv}
+	m, _ := runtime.New(adapter, opts)
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, _ := runtime.WithTraceContext(t.Context(), clientParent, "")
+	if _, err := m.CallTool(ctx, "mcp__mem__lookup", map[string]any{"message": "x"}); err != nil || srv.calls.Load() != 2 {
+		t.Fatalf("retried call: %v (server saw %d)", err, srv.calls.Load())
+	}
+	var ids []string
+	for _, e := range sessionEvents(t, j, m.Session()) {
+		if p, ok := e.Payload.(*events.CallStarted); ok {
+			ids = append(ids, p.CallID)
+			if p.TraceParent != clientParent {
+				t.Errorf("call.started %s: trace_parent %q, want the caller's", p.CallID, p.TraceParent)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || len(parents) != 2 {
+		t.Fatalf("%d call.started and %d requests, want 2 tries", len(ids), len(parents))
+	}
+	caller, _ := tracectx.Parse(clientParent, "")
+	for i, id := range ids {
+		up, _ := tracectx.Parse(parents[i], "")
+		if _, want := tracectx.CallIDs(m.Session(), id); up.TraceID() != caller.TraceID() || up.SpanID() != want {
+			t.Errorf("try %d upstream traceparent %q; want the caller's trace with the span of call %s as parent", i+1, parents[i], id)
 		}
 	}
 }
