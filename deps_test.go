@@ -56,9 +56,9 @@ var allowed = map[string][]string{
 	// the journal, the W3C trace context in and out), shared by runtime
 	// and export/otlp so both derive a call's span ID alike.
 	"tracectx": {"github.com/google/uuid", "go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/propagation"},
-	"cmd":         {"*"},
-	"tools":       {}, // developer tools (the mutation check): standard library only
-	"bench":       {}, // benchmark scripts' programs (the gateway's table): standard library only
+	"cmd":      {"*"},
+	"tools":    {}, // developer tools (the mutation check): standard library only
+	"bench":    {}, // benchmark scripts' programs (the gateway's table): standard library only
 }
 
 // unitOf returns the key of allowed that path (a file, or an import path
