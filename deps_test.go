@@ -31,8 +31,8 @@ var allowed = map[string][]string{
 	"fsm":         {"events", "github.com/looplab/fsm"},
 	"store":       {"events", "go.etcd.io/bbolt", "github.com/google/uuid"},
 	"projections": {"events"},
-	"runtime": {"events", "fsm", "projections", "runtime/config", "runtime/guard", "runtime/internal", "runtime/oauth",
-		"github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid", "golang.org/x/sys"},
+	"runtime": {"events", "fsm", "projections", "runtime/config", "runtime/guard", "runtime/internal", "runtime/oauth", "tracectx",
+		"github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid", "golang.org/x/sys", "go.opentelemetry.io/otel/trace"},
 	// config: sources, precedence, parsing, expansion, watching; it
 	// redacts what it journals with guard, and knows nothing of the Manager.
 	"runtime/config": {"events", "runtime/guard", "github.com/fsnotify/fsnotify"},
@@ -51,10 +51,14 @@ var allowed = map[string][]string{
 	"replay":              {"events", "fsm", "projections", "github.com/google/uuid"},
 	// export/otlp: the journal as OpenTelemetry spans and logs, shipped
 	// with the official SDK's OTLP exporters; it writes no event.
-	"export/otlp": {"events", "github.com/google/uuid", "go.opentelemetry.io/otel"},
-	"cmd":         {"*"},
-	"tools":       {}, // developer tools (the mutation check): standard library only
-	"bench":       {}, // benchmark scripts' programs (the gateway's table): standard library only
+	"export/otlp": {"events", "tracectx", "github.com/google/uuid", "go.opentelemetry.io/otel"},
+	// tracectx: the trace identity of the ledger's spans (IDs derived from
+	// the journal, the W3C trace context in and out), shared by runtime
+	// and export/otlp so both derive a call's span ID alike.
+	"tracectx": {"github.com/google/uuid", "go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/propagation"},
+	"cmd":      {"*"},
+	"tools":    {}, // developer tools (the mutation check): standard library only
+	"bench":    {}, // benchmark scripts' programs (the gateway's table): standard library only
 }
 
 // unitOf returns the key of allowed that path (a file, or an import path
@@ -174,6 +178,12 @@ func TestImportTableRules(t *testing.T) {
 		{"runtime/oauth", module + "/runtime", false},
 		{"runtime/oauth", module + "/events", false},
 		{"runtime/oauth", "golang.org/x/oauth2", true},
+		{"runtime", module + "/tracectx", true},
+		{"runtime", "go.opentelemetry.io/otel/trace", true},
+		{"runtime", "go.opentelemetry.io/otel/sdk/trace", false},
+		{"runtime", module + "/export/otlp", false},
+		{"export/otlp", module + "/tracectx", true},
+		{"tracectx", module + "/events", false},
 	} {
 		if got := permitted(c.unit, c.imp); got != c.ok {
 			t.Errorf("permitted(%q, %q) = %v, want %v", c.unit, c.imp, got, c.ok)

@@ -77,7 +77,7 @@ func appendBlob(dst []byte, b *Blob) []byte {
 // appendCallStarted appends p as msgpack's reflection encodes it.
 func appendCallStarted(dst []byte, p *CallStarted) []byte {
 	dst = appendMapLen(dst, 3+count(p.Name != "", p.Caller != "", p.Policy != "", p.ApprovedBy != "",
-		p.DefHash != "", p.Attempt != 0, p.RetryOf != ""))
+		p.DefHash != "", p.Attempt != 0, p.RetryOf != "", p.TraceParent != "", p.TraceState != ""))
 	dst = appendStr(appendKey(dst, "call_id"), p.CallID)
 	dst = appendStr(appendKey(dst, "tool"), p.Tool)
 	if p.Name != "" {
@@ -101,6 +101,12 @@ func appendCallStarted(dst []byte, p *CallStarted) []byte {
 	}
 	if p.RetryOf != "" {
 		dst = appendStr(appendKey(dst, "retry_of"), p.RetryOf)
+	}
+	if p.TraceParent != "" {
+		dst = appendStr(appendKey(dst, "trace_parent"), p.TraceParent)
+	}
+	if p.TraceState != "" {
+		dst = appendStr(appendKey(dst, "trace_state"), p.TraceState)
 	}
 	return dst
 }

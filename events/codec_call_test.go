@@ -72,7 +72,7 @@ func TestCallPayloadsEncodeAsReflection(t *testing.T) {
 	for i := range rounds {
 		ps := []Payload{
 			&CallStarted{CallID: c.str(), Tool: c.str(), Name: c.str(), Args: c.blob(), Caller: c.str(), Policy: c.str(),
-				ApprovedBy: c.str(), DefHash: c.str(), Attempt: int(c.int()), RetryOf: c.str()},
+				ApprovedBy: c.str(), DefHash: c.str(), Attempt: int(c.int()), RetryOf: c.str(), TraceParent: c.str(), TraceState: c.str()},
 			&CallFinished{CallID: c.str(), Outcome: c.str(), Error: c.str(), Result: c.blob(), DurationNs: c.int(),
 				Signals: c.strs(), RenderedChars: c.int(), CutChars: c.int(), WireBytes: c.int(), Retrying: c.r.IntN(2) == 0},
 		}
@@ -94,7 +94,7 @@ func TestCallPayloadsEncodeAsReflection(t *testing.T) {
 		}
 	}
 	// Every field is drawn above: a new one must be too.
-	for typ, n := range map[reflect.Type]int{reflect.TypeFor[CallStarted](): 10, reflect.TypeFor[CallFinished](): 10,
+	for typ, n := range map[reflect.Type]int{reflect.TypeFor[CallStarted](): 12, reflect.TypeFor[CallFinished](): 10,
 		reflect.TypeFor[Blob](): 4} {
 		if typ.NumField() != n {
 			t.Errorf("%s has %d fields, this test and codec_call.go know %d", typ, typ.NumField(), n)
@@ -138,7 +138,7 @@ func FuzzCallPayloads(f *testing.F) {
 		}
 		blob := Blob{Text: pick(0, c), Size: n, SHA256: pick(1, d), Truncated: on(2)}
 		st := &CallStarted{CallID: a, Tool: b, Name: pick(3, c), Args: blob, Caller: pick(4, d), Policy: pick(5, a),
-			ApprovedBy: pick(6, b), DefHash: pick(7, d), Attempt: int(m), RetryOf: pick(3, b)}
+			ApprovedBy: pick(6, b), DefHash: pick(7, d), Attempt: int(m), RetryOf: pick(3, b), TraceParent: pick(5, c), TraceState: pick(6, d)}
 		var sig []string
 		if on(4) {
 			sig = []string{a, b, c, d}

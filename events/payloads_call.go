@@ -34,6 +34,13 @@ type CallStarted struct {
 	// RetryOf is the CallID of the earlier try this call retries after a
 	// reconnect ("" for a first try).
 	RetryOf string `msgpack:"retry_of,omitempty" json:"retry_of,omitempty"`
+	// TraceParent and TraceState are the W3C trace context the caller made
+	// the call in (since 2026-11-27; "" when none): the caller's trace ID
+	// and its span, the parent of the ledger's span of the call, in
+	// version 00 form (55 characters), and the validated tracestate (at
+	// most 512 characters). A malformed traceparent is never journaled.
+	TraceParent string `msgpack:"trace_parent,omitempty" json:"trace_parent,omitempty"`
+	TraceState  string `msgpack:"trace_state,omitempty" json:"trace_state,omitempty"`
 }
 
 // Call outcomes.

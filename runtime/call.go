@@ -10,11 +10,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/projections"
 	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
+	"github.com/mcpledger/mcpledger/tracectx"
 )
 
 // DefaultJournalCap is how much of a call's arguments or result is
@@ -106,6 +108,12 @@ func (m *Manager) CallTool(ctx context.Context, name string, args any) (*mcp.Cal
 //     as CallResult.Bounded), scanned for
 //     injection signals (advisory: nothing is blocked or changed), wrapped
 //     when asked, and journaled on call.finished, redacted and capped.
+//
+// A call made in a caller's trace (a valid span in ctx, as
+// go.opentelemetry.io/otel/trace's SpanContextFromContext finds it; see
+// [WithTraceContext]) records the caller's span on call.started and sends
+// the server, in the request's params._meta, traceparent and tracestate
+// in the same trace with the ledger's span of the call as parent.
 func (m *Manager) CallToolWith(ctx context.Context, name string, args any, o *CallOptions) (*CallResult, error) {
 	if !m.started.Load() {
 		return nil, ErrNotStarted
@@ -143,7 +151,7 @@ func (m *Manager) CallToolWith(ctx context.Context, name string, args any, o *Ca
 	}
 	cl := &call{entry: entry, name: name, args: argsJSON, opts: o, id: uuid.Must(uuid.NewV7()).String(),
 		settings: m.callSettingsFor(entry.Server, c), red: c.redactor(),
-		durable: m.opts.Durability == Audit}
+		durable: m.opts.Durability == Audit, caller: callerSpan(ctx)}
 
 	if err := guard.ValidateArgs(name, entry.InputSchema, argsJSON); errors.Is(err, guard.ErrSchemaUnresolved) {
 		m.log.Warn("arguments are not checked locally", "err", err)
@@ -168,12 +176,17 @@ type call struct {
 	settings config.CallSettings
 	red      guard.Redactor
 	durable  bool
+	// caller is the span of the caller the call is made in (trace.go),
+	// or not valid.
+	caller trace.SpanContext
 }
 
 func (cl *call) started(dec decision, attempt int, retryOf string, cap int) *events.CallStarted {
-	return &events.CallStarted{CallID: cl.id, Tool: cl.entry.Tool, Name: cl.name,
+	p := &events.CallStarted{CallID: cl.id, Tool: cl.entry.Tool, Name: cl.name,
 		Args: blobOf(cl.red.Redact(cl.args), cap), Caller: cl.opts.Caller, Policy: string(dec.policy),
 		ApprovedBy: dec.by, DefHash: cl.entry.DefHash, Attempt: attempt, RetryOf: retryOf}
+	p.TraceParent, p.TraceState = tracectx.Format(cl.caller)
+	return p
 }
 
 // refuse journals a call that failed local validation: it was never sent.
@@ -214,7 +227,8 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 		stop := context.AfterFunc(m.callCtx, cancel) // Close fails calls in flight
 		cctx, sink := withWireSink(cctx)
 		t0 := time.Now()
-		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: cl.entry.Tool, Arguments: json.RawMessage(cl.args)})
+		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: cl.entry.Tool, Arguments: json.RawMessage(cl.args),
+			Meta: traceMeta(cl.caller, m.sid, cl.id)})
 		stop()
 		cancel()
 		raw, decoded, transit := sink.take()

@@ -29,9 +29,15 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	argsFlag := f.String("args", "{}", "tool arguments as a JSON object: inline, `@FILE` to read them from a file, or - from standard input (for large ones)")
 	asJSON := f.Bool("json", false, "print the MCP CallToolResult as JSON")
 	wrap := f.Bool("wrap", false, `wrap the output in <mcp_tool_output server=… tool=… trust="untrusted"> markers`)
+	traceparent := f.String("traceparent", "", "make the call in the W3C trace context `TRACEPARENT` (00-TRACEID-SPANID-FLAGS): its span joins that trace, and the server is told (default: $TRACEPARENT, with $TRACESTATE)")
 	if err := f.Parse(args); err != nil {
 		return err
 	}
+	tp, ts, err := c.traceContext(*traceparent)
+	if err != nil {
+		return err
+	}
+	ctx, _ = rt.WithTraceContext(ctx, tp, ts)
 	tool, err := f.oneArg("")
 	if err != nil {
 		return err
@@ -51,7 +57,8 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 	defer c.env.progress("waiting for "+tool+" (Ctrl-C cancels the call)", progressAfter).end()
 	if cl := f.control(); cl != nil {
 		var raw json.RawMessage
-		if err := cl.Do(ctx, control.Request{Op: "call", Name: tool, Args: argsJSON, By: "cli", Rendered: true, Wrap: *wrap}, &raw); err != nil {
+		req := control.Request{Op: "call", Name: tool, Args: argsJSON, By: "cli", Rendered: true, Wrap: *wrap, TraceParent: tp, TraceState: ts}
+		if err := cl.Do(ctx, req, &raw); err != nil {
 			return err
 		}
 		var legacy bool
@@ -126,6 +133,27 @@ func (c *CallCommand) Run(ctx context.Context, args []string) error {
 		return errors.New("the tool reported an error")
 	}
 	return nil
+}
+
+// traceContext is the trace context to make the call in: flag's (a
+// usage error if malformed), else TRACEPARENT's and TRACESTATE's (one
+// warning if malformed: the call is made in no trace), else none.
+func (c *CallCommand) traceContext(flag string) (traceparent, tracestate string, err error) {
+	if flag != "" {
+		if _, ok := rt.WithTraceContext(context.Background(), flag, ""); !ok {
+			return "", "", usageErrorf("call: --traceparent is not a W3C traceparent: give 00-<32 hex digits>-<16 hex digits>-<2 hex digits>, lower case, IDs not all zero")
+		}
+		return flag, "", nil
+	}
+	tp, ts := c.env.getenv("TRACEPARENT"), c.env.getenv("TRACESTATE")
+	if tp == "" {
+		return "", "", nil
+	}
+	if _, ok := rt.WithTraceContext(context.Background(), tp, ts); !ok {
+		fmt.Fprintln(c.env.stderr, "mcpledger: TRACEPARENT is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): the call is made in no trace")
+		return "", "", nil
+	}
+	return tp, ts, nil
 }
 
 // decodeCallReply decodes the running process's answer to a call: a

@@ -23,10 +23,16 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
 	"github.com/mcpledger/mcpledger/store"
+	"github.com/mcpledger/mcpledger/tracectx"
 )
 
 // jaeger is a Jaeger v2 process on loopback ports.
@@ -129,6 +135,7 @@ func (jg *jaeger) services(t *testing.T) []string {
 type jspan struct {
 	TraceID    string `json:"traceId"`
 	SpanID     string `json:"spanId"`
+	Parent     string `json:"parentSpanId"`
 	Name       string `json:"name"`
 	Attributes []struct {
 		Key   string         `json:"key"`
@@ -465,7 +472,8 @@ func TestShipBadInput(t *testing.T) {
 }
 
 // TestLiveExportToJaeger: `run` with OTEL_EXPORTER_OTLP_ENDPOINT set
-// ships its calls as they are journaled; once stopped, the journal's
+// ships its calls as they are journaled (one made with --traceparent in
+// an agent's trace, as a child of the agent's span); once stopped, the journal's
 // cursor stands at its last event (the session's end was shipped), and
 // the same journal shipped by `ship` to a fresh Jaeger gives the same
 // spans, IDs and all.
@@ -487,6 +495,22 @@ func TestLiveExportToJaeger(t *testing.T) {
 	checkSpans(t, jg, live)
 	if got := jg.services(t); !slices.Equal(got, []string{"mcpledger"}) {
 		t.Errorf("jaeger's services %v: want mcpledger alone (the default)", got)
+	}
+
+	// A call made in an agent's trace (`mcpledger call --traceparent`,
+	// through run's control socket) joins it.
+	agent := agentSpan(t, jg, func(traceparent string) {
+		if r := runCLI(t, "call", "mcp__good__echo", "--args", `{"message":"traced"}`, "--journal", jp, "--traceparent", traceparent); r.err != nil {
+			t.Fatalf("call --traceparent through run: %v\n%s", r.err, r.stderr)
+		}
+	})
+	traced := newer(live, callSpans(t, jp))
+	if len(traced) != 1 {
+		t.Fatalf("%d new call spans, want 1", len(traced))
+	}
+	for id, s := range traced {
+		checkJoined(t, jg, agent, id)
+		live[id] = s
 	}
 
 	// Jaeger down: status shows the backlog, which is sent when it is
@@ -553,7 +577,9 @@ func statusLag(t *testing.T, jp string) *exportLag {
 
 // TestServeExportToJaeger: calls through `serve --otlp-endpoint` from an
 // MCP client appear in Jaeger as spans with the conventions' names and
-// attributes, and the client's identity.
+// attributes, and the client's identity; a call the client makes in a
+// span of its own (traceparent in _meta) appears in the client's trace,
+// as a child of its span.
 func TestServeExportToJaeger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Jaeger")
@@ -581,10 +607,25 @@ func TestServeExportToJaeger(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The agent traces too: its span, exported to the same Jaeger, and a
+	// call made in it (traceparent in the request's _meta).
+	agent := agentSpan(t, jg, func(traceparent string) {
+		p := &mcp.CallToolParams{Name: "mcp__good__echo", Arguments: map[string]any{"message": "traced"},
+			Meta: mcp.Meta{"traceparent": traceparent}}
+		if _, err := cs.CallTool(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+	})
 	cs.Close()
 	spans := callSpans(t, jp)
-	if len(spans) != 3 {
-		t.Fatalf("%d call spans in the journal, want 3", len(spans))
+	if len(spans) != 4 {
+		t.Fatalf("%d call spans in the journal, want 4", len(spans))
+	}
+	for id, s := range spans {
+		if s.TraceID == agent.TraceID() {
+			delete(spans, id)
+			checkJoined(t, jg, agent, id)
+		}
 	}
 	checkSpans(t, jg, spans)
 	for _, s := range spans {
@@ -597,6 +638,56 @@ func TestServeExportToJaeger(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("serve: %v\n%s", err, errb.String())
 	}
+}
+
+// agentSpan runs call inside a span of an agent's own, exported to jg by
+// the OpenTelemetry SDK (as an agent that traces does), with the span's
+// traceparent, and returns the span.
+func agentSpan(t *testing.T, jg *jaeger, call func(traceparent string)) trace.SpanContext {
+	t.Helper()
+	x, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(jg.otlp+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(x),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "test-agent"))))
+	_, span := tp.Tracer("agent").Start(t.Context(), "agent turn")
+	parent, _ := tracectx.Format(span.SpanContext())
+	call(parent)
+	span.End()
+	if err := tp.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return span.SpanContext()
+}
+
+// checkJoined waits until Jaeger holds the ledger's span id in agent's
+// trace, as the child of agent's span, beside that span.
+func checkJoined(t *testing.T, jg *jaeger, agent trace.SpanContext, id string) {
+	t.Helper()
+	var got []jspan
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got = jg.trace(t, agent.TraceID().String())
+		if len(got) >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	var ledger, parent *jspan
+	for i, s := range got {
+		switch {
+		case strings.EqualFold(s.SpanID, id):
+			ledger = &got[i]
+		case strings.EqualFold(s.SpanID, agent.SpanID().String()):
+			parent = &got[i]
+		}
+	}
+	if ledger == nil || parent == nil || len(got) != 2 {
+		t.Fatalf("jaeger's trace %s: %+v; want the agent's span %s and the ledger's %s", agent.TraceID(), got, agent.SpanID(), id)
+	}
+	if !strings.EqualFold(ledger.Parent, agent.SpanID().String()) || ledger.Name != "tools/call echo" || parent.Name != "agent turn" {
+		t.Errorf("in jaeger the ledger's span is %+v; want tools/call echo, child of the agent's span %s", *ledger, agent.SpanID())
+	}
+	t.Logf("jaeger holds the ledger's span %s in the agent's trace %s, child of its span %s", id, agent.TraceID(), agent.SpanID())
 }
 
 // TestLiveExportBadSetting: an OTEL_* setting that cannot work (here

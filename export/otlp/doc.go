@@ -18,7 +18,10 @@
 //     joins its first try's trace and links it) and injection signals
 //     (also a span event). A denied call is a span of its decision.
 //     Arguments and results are never copied into a span: only their
-//     sizes.
+//     sizes. A call made in a caller's trace (the traceparent on its
+//     call.started) is a span of that trace, a child of the caller's
+//     span, with the span ID derived from its call ID: the parent the
+//     upstream server was told (tracectx).
 //   - each server connection is a span `connection {server}` from its
 //     transition to launching to the one to stopped or failed (or the
 //     session's end), each transition a span event.
@@ -28,8 +31,9 @@
 //     of the call or connection it belongs to.
 //
 // Trace and span IDs are derived from the journal (session and call ID,
-// or the ID of the event a connection span begins with), so a record sent
-// twice carries the same IDs and a backend can drop the duplicate.
+// or the ID of the event a connection span begins with: tracectx.CallIDs
+// and EventIDs, shared with the runtime), so a record sent twice carries
+// the same IDs and a backend can drop the duplicate.
 // JSON-RPC request IDs are not journaled, so jsonrpc.request.id is not
 // set.
 //
@@ -52,6 +56,6 @@
 // in the journal's cursors bucket (store.Journal.SaveCursor); a shipper
 // beside a running writer keeps it in a [FileCursor].
 //
-// The package must not write events, and imports only events from the
-// module.
+// The package must not write events, and imports only events and
+// tracectx from the module.
 package otlp

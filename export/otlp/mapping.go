@@ -2,7 +2,6 @@ package otlp
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/tracectx"
 )
 
 // Span is one span the journal implies, as plain data: the mapping's
@@ -21,8 +21,12 @@ import (
 type Span struct {
 	TraceID trace.TraceID
 	SpanID  trace.SpanID
-	Name    string
-	Kind    trace.SpanKind
+	// Parent is the caller's span this one is a child of (a call made in
+	// the caller's trace: the traceparent on its call.started); not valid
+	// for a root span.
+	Parent trace.SpanContext
+	Name   string
+	Kind   trace.SpanKind
 	// Start and End are unix nanoseconds, from the journal's events.
 	Start, End int64
 	Attrs      []attribute.KeyValue
@@ -207,7 +211,7 @@ func (m *Mapper) call(e events.Event, id string) *openCall {
 	k := callKey{e.Session, id}
 	c := m.calls[k]
 	if c == nil {
-		tid, sid := callIDs(e.Session, id)
+		tid, sid := tracectx.CallIDs(e.Session, id)
 		c = &openCall{first: e.GPos, span: Span{
 			TraceID: tid, SpanID: sid, Kind: trace.SpanKindClient, Start: e.Time,
 			Attrs: []attribute.KeyValue{
@@ -262,9 +266,20 @@ func (m *Mapper) callStarted(e events.Event, p *events.CallStarted, rec *Log) {
 	if p.Caller != "" {
 		c.span.Attrs = append(c.span.Attrs, attribute.String(keyCaller, p.Caller))
 	}
+	if parent, ok := tracectx.Parse(p.TraceParent, p.TraceState); ok {
+		// Made in a trace of the caller's: the span joins it, as a child
+		// of the caller's span (the upstream server was told this span is
+		// its parent: tracectx.Upstream).
+		c.span.TraceID, c.span.Parent = parent.TraceID(), parent
+		rec.TraceID = parent.TraceID()
+	}
 	if p.RetryOf != "" {
-		// A retry joins its first try's trace and links that span.
-		tid, first := callIDs(e.Session, p.RetryOf)
+		// A retry joins its first try's trace (the caller's, if any: the
+		// same as the retry's) and links that span.
+		tid, first := tracectx.CallIDs(e.Session, p.RetryOf)
+		if c.span.Parent.IsValid() {
+			tid = c.span.TraceID
+		}
 		c.span.TraceID = tid
 		rec.TraceID = tid
 		c.span.Links = append(c.span.Links, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: first}))
@@ -281,7 +296,7 @@ func (m *Mapper) callFinished(e events.Event, p *events.CallFinished, rec *Log) 
 	if c == nil || !c.started {
 		// Its call.started is not in what was read (before the cursor's
 		// From, or archived): the record carries the call's IDs anyway.
-		rec.TraceID, rec.SpanID = callIDs(e.Session, p.CallID)
+		rec.TraceID, rec.SpanID = tracectx.CallIDs(e.Session, p.CallID)
 		return nil
 	}
 	delete(m.calls, k)
@@ -323,7 +338,7 @@ func (m *Mapper) transitioned(e events.Event, p *events.ServerTransitioned, rec 
 		if p.To != events.StateLaunching {
 			return nil
 		}
-		tid, sid := eventIDs(e.ID)
+		tid, sid := tracectx.EventIDs(e.ID)
 		c = &openConn{key: k, first: e.GPos, span: Span{
 			TraceID: tid, SpanID: sid, Name: connectionSpanName + e.Server, Kind: trace.SpanKindClient, Start: e.Time,
 			Attrs: []attribute.KeyValue{
@@ -461,33 +476,6 @@ func severityOf(e events.Event) log.Severity {
 		}
 	}
 	return log.SeverityInfo
-}
-
-// callIDs are the trace and span IDs of call id in session: the same for
-// every export of the same journal.
-func callIDs(session uuid.UUID, id string) (trace.TraceID, trace.SpanID) {
-	return idsOf("call", session[:], []byte(id))
-}
-
-// eventIDs are the trace and span IDs of a span that begins with the
-// event of ID id.
-func eventIDs(id uuid.UUID) (trace.TraceID, trace.SpanID) {
-	return idsOf("event", id[:])
-}
-
-func idsOf(what string, parts ...[]byte) (trace.TraceID, trace.SpanID) {
-	h := sha256.New()
-	h.Write([]byte("mcpledger/" + what))
-	for _, p := range parts {
-		h.Write([]byte{0})
-		h.Write(p)
-	}
-	sum := h.Sum(nil)
-	var tid trace.TraceID
-	var sid trace.SpanID
-	copy(tid[:], sum[:16])
-	copy(sid[:], sum[16:24])
-	return tid, sid
 }
 
 func hasKey(attrs []attribute.KeyValue, k attribute.Key) bool {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
+	"github.com/mcpledger/mcpledger/tracectx"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -50,6 +51,9 @@ func render(spans []otlp.Span, logs []otlp.Log) string {
 	for _, s := range spans {
 		fmt.Fprintf(&b, "span %q trace=%s span=%s kind=%s %s +%s status=%s %q\n", s.Name, s.TraceID, s.SpanID, s.Kind,
 			time.Unix(0, s.Start).UTC().Format(time.RFC3339Nano), time.Duration(s.End-s.Start), s.Status, s.StatusMsg)
+		if s.Parent.IsValid() {
+			fmt.Fprintf(&b, "  parent trace=%s span=%s state=%q\n", s.Parent.TraceID(), s.Parent.SpanID(), s.Parent.TraceState())
+		}
 		fmt.Fprintf(&b, "  attrs %s\n", attrs(s.Attrs))
 		for _, l := range s.Links {
 			fmt.Fprintf(&b, "  link trace=%s span=%s\n", l.TraceID(), l.SpanID())
@@ -149,6 +153,70 @@ func callEvents() []events.Event {
 	return out
 }
 
+// tracedEvents is one session whose calls were made in a caller's trace
+// (their call.started carries its traceparent): one that succeeds, one
+// retried, and one whose traceparent is malformed (the runtime never
+// journals one; a Mapper reading one makes a span of the ledger's own).
+func tracedEvents() []events.Event {
+	sid := uuid.MustParse("01a20252-0000-7000-8000-000000000003")
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	var out []events.Event
+	add := func(ms int, server string, p events.Payload) {
+		e := events.New(t0.Add(time.Duration(ms)*time.Millisecond), server, p)
+		e.Session, e.Seq, e.GPos = sid, uint64(len(out)+1), uint64(len(out)+1)
+		e.ID = uuid.MustParse(fmt.Sprintf("01a20252-0000-7000-8000-%012d", 300+len(out)))
+		out = append(out, e)
+	}
+	add(0, "", &events.SessionStarted{Seed: 3, Version: "dev"})
+	add(1, "gh", &events.ServerTransitioned{From: events.StateConfiguring, To: events.StateLaunching, Trigger: "config", Attempt: 1})
+	add(6, "gh", &events.ServerTransitioned{From: events.StateHandshaking, To: events.StateReady, Trigger: "handshake", Attempt: 1})
+	add(10, "gh", &events.CallStarted{CallID: "t1", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Size: 2}, Attempt: 1,
+		TraceParent: parent, TraceState: "congo=t61rcWkgMzE"})
+	add(20, "gh", &events.CallFinished{CallID: "t1", Outcome: events.OutcomeOK, Result: events.Blob{Size: 10}, DurationNs: 10e6})
+	add(30, "gh", &events.CallStarted{CallID: "t2", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Size: 2}, Attempt: 1, TraceParent: parent})
+	add(40, "gh", &events.CallFinished{CallID: "t2", Outcome: events.OutcomeLost, Error: "connection lost", Retrying: true, DurationNs: 10e6})
+	add(45, "gh", &events.CallStarted{CallID: "t3", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Size: 2}, Attempt: 2, RetryOf: "t2", TraceParent: parent})
+	add(50, "gh", &events.CallFinished{CallID: "t3", Outcome: events.OutcomeOK, Result: events.Blob{Size: 10}, DurationNs: 5e6})
+	add(60, "gh", &events.CallStarted{CallID: "t4", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Size: 2}, Attempt: 2,
+		TraceParent: "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"})
+	add(70, "gh", &events.CallFinished{CallID: "t4", Outcome: events.OutcomeOK, Result: events.Blob{Size: 10}, DurationNs: 10e6})
+	add(90, "", &events.SessionStopped{})
+	return out
+}
+
+// TestMappingTraced: a call made in a caller's trace is a span of that
+// trace, child of the caller's span, with the span ID the runtime told
+// the upstream server (tracectx.Upstream); its retry joins the same trace
+// and links the first try; its events' log records carry that trace. A
+// malformed traceparent is ignored. The golden file holds the rest.
+func TestMappingTraced(t *testing.T) {
+	evs := tracedEvents()
+	spans, logs, _ := mapAll(evs)
+	golden(t, "traced", render(spans, logs))
+	caller, _ := tracectx.Parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "")
+	byID := map[string]otlp.Span{}
+	for _, s := range spans {
+		byID[s.SpanID.String()] = s
+	}
+	for _, id := range []string{"t1", "t2", "t3"} {
+		up, _ := tracectx.Parse(tracectx.Upstream(caller, evs[0].Session, id))
+		s, ok := byID[up.SpanID().String()]
+		if !ok || s.TraceID != caller.TraceID() || s.Parent.SpanID() != caller.SpanID() {
+			t.Errorf("call %s: span %+v; want the span the upstream was told (%s) in the caller's trace, child of its span", id, s, up.SpanID())
+		}
+	}
+	_, t4 := tracectx.CallIDs(evs[0].Session, "t4")
+	if s := byID[t4.String()]; s.Parent.IsValid() || s.TraceID == caller.TraceID() {
+		t.Errorf("a malformed traceparent was followed: %+v", s)
+	}
+	for _, l := range logs[3:9] {
+		if l.TraceID != caller.TraceID() {
+			t.Errorf("log record %s: trace %s, want the caller's", l.EventName, l.TraceID)
+		}
+	}
+}
+
 // TestMappingCalls: denied, retried and signalled calls, and connection
 // spans ended by a failure and by the session's end, against a golden
 // file.
@@ -164,7 +232,12 @@ func TestMappingCalls(t *testing.T) {
 // same open spans: the spans ending after any cut are the same, IDs and
 // all, whether mapped in one go or after a restart at the cut.
 func TestMappingResume(t *testing.T) {
-	evs := callEvents()
+	for _, evs := range [][]events.Event{callEvents(), tracedEvents()} {
+		resume(t, evs)
+	}
+}
+
+func resume(t *testing.T, evs []events.Event) {
 	all, _, _ := mapAll(evs)
 	for cut := 1; cut < len(evs); cut++ {
 		m := otlp.NewMapper()

@@ -133,11 +133,17 @@ func (x *SDKExporter) sdkSpans(spans []Span) []sdktrace.ReadOnlySpan {
 	for i := range spans {
 		s := &spans[i]
 		opts := []trace.SpanStartOption{trace.WithTimestamp(time.Unix(0, s.Start)), trace.WithSpanKind(s.Kind),
-			trace.WithAttributes(s.Attrs...), trace.WithNewRoot()}
+			trace.WithAttributes(s.Attrs...)}
+		ctx := context.WithValue(context.Background(), idsKey{}, s)
+		if s.Parent.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, s.Parent) // its trace ID is s.TraceID
+		} else {
+			opts = append(opts, trace.WithNewRoot())
+		}
 		for _, l := range s.Links {
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: l}))
 		}
-		_, span := x.tracer.Start(context.WithValue(context.Background(), idsKey{}, s), s.Name, opts...)
+		_, span := x.tracer.Start(ctx, s.Name, opts...)
 		for _, ev := range s.Events {
 			span.AddEvent(ev.Name, trace.WithTimestamp(time.Unix(0, ev.Time)), trace.WithAttributes(ev.Attrs...))
 		}
@@ -174,8 +180,9 @@ func (x *SDKExporter) sdkLogs(logs []Log) []sdklog.Record {
 // idsKey carries the Span being built to givenIDs.
 type idsKey struct{}
 
-// givenIDs gives a span the IDs its Span carries (every span is a root:
-// NewSpanID is not called).
+// givenIDs gives a span the IDs its Span carries: NewIDs for a root,
+// NewSpanID for a child of a caller's span (the trace ID is the parent's,
+// which the Mapper gave the Span too).
 type givenIDs struct{}
 
 func (givenIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {

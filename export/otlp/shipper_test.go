@@ -23,6 +23,7 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
 	"github.com/mcpledger/mcpledger/store"
+	"github.com/mcpledger/mcpledger/tracectx"
 )
 
 // receiver is an OTLP/HTTP receiver: it decodes what the SDK's exporters
@@ -36,12 +37,14 @@ type receiver struct {
 	spans    map[string]int
 	names    map[string]string // span ID → name
 	nevents  map[string]int    // span ID → span events
+	parents  map[string]string // span ID → "trace/parent span/tracestate"
 	logs     map[string]int    // event ID → times received
 	requests int
 }
 
 func newReceiver(t *testing.T) *receiver {
-	r := &receiver{spans: map[string]int{}, names: map[string]string{}, logs: map[string]int{}, nevents: map[string]int{}}
+	r := &receiver{spans: map[string]int{}, names: map[string]string{}, logs: map[string]int{}, nevents: map[string]int{},
+		parents: map[string]string{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
@@ -71,6 +74,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 					r.spans[id]++
 					r.names[id] = s.Name
 					r.nevents[id] = len(s.Events)
+					r.parents[id] = hex.EncodeToString(s.TraceId) + "/" + hex.EncodeToString(s.ParentSpanId) + "/" + s.TraceState
 				}
 			}
 		}
@@ -391,5 +395,33 @@ func TestExportKeepsEveryTransition(t *testing.T) {
 	}
 	if got := rcv.nevents[s.SpanID.String()]; got != 300 {
 		t.Errorf("the receiver got %d of the span's 300 events", got)
+	}
+}
+
+// TestExportTracedSpan: the span of a call made in a caller's trace
+// reaches the receiver in that trace, with the caller's span as parent
+// and its tracestate; a span of the ledger's own has no parent.
+func TestExportTracedSpan(t *testing.T) {
+	rcv := newReceiver(t)
+	x := exporter(t, rcv.URL)
+	m := otlp.NewMapper()
+	var spans []otlp.Span
+	evs := tracedEvents()
+	for _, e := range evs {
+		s, _ := m.Map(e)
+		spans = append(spans, s...)
+	}
+	if err := x.Export(t.Context(), spans, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, t1 := tracectx.CallIDs(evs[0].Session, "t1")
+	_, t4 := tracectx.CallIDs(evs[0].Session, "t4")
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if got, want := rcv.parents[t1.String()], "4bf92f3577b34da6a3ce929d0e0e4736/00f067aa0ba902b7/congo=t61rcWkgMzE"; got != want {
+		t.Errorf("call t1 reached the receiver as %q, want %q (trace/parent/tracestate)", got, want)
+	}
+	if got := rcv.parents[t4.String()]; !strings.Contains(got, "//") || strings.HasPrefix(got, "4bf92f35") {
+		t.Errorf("call t4 (malformed traceparent) reached the receiver as %q, want a root of its own trace", got)
 	}
 }

@@ -35,6 +35,10 @@ type Request struct {
 	// Wrap, with Rendered, wraps the rendered text in the
 	// untrusted-content boundary markers.
 	Wrap bool `json:"wrap,omitempty"`
+	// TraceParent and TraceState are the W3C trace context the call op
+	// is made in (runtime.WithTraceContext); a malformed one is ignored.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
 
 // CallReply is the call op's result when the request set Rendered. A
@@ -278,6 +282,7 @@ func (s *Server) do(ctx context.Context, req Request) (any, error) {
 		if req.By == "cli" { // `mcpledger call`: the user's own approval
 			o.UserApproved = "mcpledger call"
 		}
+		ctx, _ := runtime.WithTraceContext(ctx, req.TraceParent, req.TraceState)
 		r, err := m.CallToolWith(ctx, req.Name, args, o)
 		if r == nil {
 			return nil, err

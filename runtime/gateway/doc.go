@@ -23,7 +23,10 @@
 // cancellation, log messages, resource subscriptions, and the rounds of
 // 2026-07-28 input_required results: inputrequired.go), and approvals by
 // elicitation under call policy ask (a request during the call, or an
-// input_required result for a 2026-07-28 client).
+// input_required result for a 2026-07-28 client). A client's W3C trace
+// context (traceparent and tracestate in a tools/call's params._meta, else
+// its HTTP headers: trace.go) goes to the Manager in the call's context,
+// on every way in, so that the call's span joins the client's trace.
 //
 // It uses only the Manager's exported API and the hooks Bind installs in
 // runtime.Options (NewClient, Approver, and a journal that tees the

@@ -176,7 +176,8 @@ func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.Serv
 	res := g.notExposed(ctx, p.Name)
 	var err error
 	if res == nil {
-		res, err = g.call(ctx, ss, p.Name, p.Arguments, nil, nil)
+		tctx := traced(ctx, metaString(p.Meta, keyTraceparent), metaString(p.Meta, keyTracestate), r.Header)
+		res, err = g.call(tctx, ss, p.Name, p.Arguments, nil, nil)
 	}
 	if err == nil && res.Content == nil {
 		r2 := *res

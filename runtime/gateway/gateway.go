@@ -459,7 +459,7 @@ func capNames(c *mcp.ClientCapabilities) string {
 // callTool is the handler of every exposed tool.
 func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
-	return g.call(ctx, req.Session, p.Name, p.Arguments, p.GetProgressToken(),
+	return g.call(tracedRequest(ctx, req), req.Session, p.Name, p.Arguments, p.GetProgressToken(),
 		&round{responses: p.InputResponses, state: p.RequestState, logLevel: p.Meta[metaLogLevel]})
 }
 
