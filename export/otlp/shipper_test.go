@@ -38,10 +38,17 @@ type receiver struct {
 	nevents  map[string]int    // span ID → span events
 	logs     map[string]int    // event ID → times received
 	requests int
+	// points is every metric point received: series → its time (unix
+	// ns) → the value at that time; conflicts, points received again
+	// for the same series and time with another value or start.
+	points    map[string]map[uint64]string
+	conflicts []string
+	resent    int // points received again with the same value
 }
 
 func newReceiver(t *testing.T) *receiver {
-	r := &receiver{spans: map[string]int{}, names: map[string]string{}, logs: map[string]int{}, nevents: map[string]int{}}
+	r := &receiver{spans: map[string]int{}, names: map[string]string{}, logs: map[string]int{}, nevents: map[string]int{},
+		points: map[string]map[uint64]string{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
@@ -97,6 +104,8 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		b, _ := proto.Marshal(&collogs.ExportLogsServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(b)
+	case "/v1/metrics":
+		r.metrics(w, body)
 	default:
 		http.NotFound(w, req)
 	}
@@ -386,7 +395,7 @@ func TestExportKeepsEveryTransition(t *testing.T) {
 	for i := range 300 {
 		s.Events = append(s.Events, otlp.SpanEvent{Name: "mcpledger.transition", Time: int64(i + 1)})
 	}
-	if err := x.Export(t.Context(), []otlp.Span{s}, nil); err != nil {
+	if err := x.Export(t.Context(), []otlp.Span{s}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := rcv.nevents[s.SpanID.String()]; got != 300 {
