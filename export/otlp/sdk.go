@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otellog "go.opentelemetry.io/otel/log"
-	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -54,12 +54,12 @@ type SDKExporter struct {
 	logs    sdklog.Exporter
 	metrics *otlpmetrichttp.Exporter
 	res     *resource.Resource
-	tp     *sdktrace.TracerProvider
-	tracer trace.Tracer
-	sc     *spanCollector
-	lp     *sdklog.LoggerProvider
-	logger otellog.Logger
-	lc     *logCollector
+	tp      *sdktrace.TracerProvider
+	tracer  trace.Tracer
+	sc      *spanCollector
+	lp      *sdklog.LoggerProvider
+	logger  otellog.Logger
+	lc      *logCollector
 }
 
 // NewExporter checks the exporter settings and returns an exporter. It
