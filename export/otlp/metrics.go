@@ -54,8 +54,10 @@ var boundsNs = func() []int64 {
 //
 // Every point starts at the time of the first event folded (the
 // journal's first: a journal archived in part starts later, which a
-// backend sees as a reset) and is stamped with the latest event time
-// folded.
+// backend sees as a reset) and is stamped with the time of the last
+// event folded, made strictly increasing along the journal (an event no
+// later than the one before counts 1 ns after it), so that a time names
+// one position of the journal.
 type Metrics struct {
 	gpos        uint64
 	start, now  int64
@@ -133,10 +135,14 @@ func (m *Metrics) GPos() uint64 { return m.gpos }
 // Fold adds e, the event after the last one folded.
 func (m *Metrics) Fold(e events.Event) {
 	if m.gpos == 0 {
-		m.start = e.Time
+		m.start, m.now = e.Time, e.Time
+	} else {
+		// Strictly increasing: two positions never share a time, so two
+		// points of a series at the same time always have the same value
+		// (a resend in other batches cannot contradict what was sent).
+		m.now = max(m.now+1, e.Time)
 	}
 	m.gpos = e.GPos
-	m.now = max(m.now, e.Time)
 	if _, ok := e.Payload.(*events.SessionStarted); ok {
 		// One process holds a journal at a time: a session that starts
 		// means the others ended (a killed one without a session.stopped).

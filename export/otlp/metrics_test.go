@@ -162,8 +162,9 @@ func TestMetricsBuckets(t *testing.T) {
 	if sum := float64(10e6+10e6+1+300e9+300e9+1) / 1e9; p.Sum != sum || mn != 0 || mx != 300.000000001 {
 		t.Errorf("sum %v min %v max %v; want %v, 0, 300.000000001", p.Sum, mn, mx, sum)
 	}
-	if !p.StartTime.Equal(t0) || !p.Time.Equal(t0) {
-		t.Errorf("start %v time %v; want %v", p.StartTime, p.Time, t0)
+	// Eleven events of the same time: the last one's point 10 ns later.
+	if !p.StartTime.Equal(t0) || !p.Time.Equal(t0.Add(10)) {
+		t.Errorf("start %v time %v; want %v, 10 ns later", p.StartTime, p.Time, t0)
 	}
 }
 
@@ -178,5 +179,35 @@ func TestMetricsNone(t *testing.T) {
 	m.Fold(evs[0])
 	if p := m.Points(); len(p) != 0 || m.GPos() != 1 {
 		t.Errorf("a fold of session.started has points %s, gpos %d", renderPoints(p), m.GPos())
+	}
+}
+
+// TestMetricsTimesIncrease: events of the same time (a decision journaled
+// with its input's time) give points of distinct, increasing times, so
+// points that differ never share a time, whatever the batches.
+func TestMetricsTimesIncrease(t *testing.T) {
+	evs := callEvents()
+	for i := range evs {
+		evs[i].Time = evs[0].Time
+	}
+	m := otlp.NewMetrics()
+	var last time.Time
+	for i, e := range evs {
+		m.Fold(e)
+		ps := m.Points()
+		if len(ps) == 0 {
+			continue
+		}
+		var at time.Time
+		switch d := ps[0].Data.(type) {
+		case metricdata.Histogram[float64]:
+			at = d.DataPoints[0].Time
+		case metricdata.Gauge[int64]:
+			at = d.DataPoints[0].Time
+		}
+		if want := time.Unix(0, evs[0].Time+int64(i)); !at.Equal(want) || !at.After(last) {
+			t.Errorf("point after gpos %d at %v, the one before at %v; want %v", e.GPos, at, last, want)
+		}
+		last = at
 	}
 }
