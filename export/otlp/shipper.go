@@ -84,9 +84,10 @@ type Shipper struct {
 	exp Exporter
 	o   Options
 	log *slog.Logger
-	// metrics is the fold of the journal up to the cursor's GPos, kept
-	// between Ships of this Shipper; nil: rebuilt from the journal's
-	// start by the next Ship.
+	// metrics is the fold of the journal up to the cursor's GPos (or
+	// short of it, when a Ship ended while rebuilding it), kept between
+	// Ships of this Shipper; nil: rebuilt from the journal's start by the
+	// next Ship.
 	metrics *Metrics
 }
 
@@ -154,18 +155,24 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 	}
 	st.Position = pos
 	// The metrics are a fold of the journal from its start up to the
-	// cursor: this Shipper's from its last Ship if it stands there, else
-	// folded again, reading from the journal's start (the events before
-	// From feed the fold only).
+	// cursor: this Shipper's from its last Ship, else a new one. One
+	// behind the cursor (new, or its rebuild cut short) folds the events
+	// up to the cursor again, read from where it stands (the events
+	// before From feed the fold only).
 	from, refold := pos.From, uint64(0)
 	fold := s.metrics
 	s.metrics = nil
-	if !s.o.NoMetrics && (fold == nil || fold.GPos() != pos.GPos) {
-		fold, from, refold = NewMetrics(), 1, pos.GPos
+	if !s.o.NoMetrics {
+		if fold == nil || fold.GPos() > pos.GPos {
+			fold = NewMetrics() // ahead: it folded a batch never acknowledged
+		}
+		if fold.GPos() < pos.GPos {
+			from, refold = min(from, fold.GPos()+1), pos.GPos
+		}
 	}
 	defer func() {
-		if fold != nil && fold.GPos() == st.Position.GPos {
-			s.metrics = fold // kept for the next Ship: it stands at the cursor
+		if fold != nil && fold.GPos() <= st.Position.GPos {
+			s.metrics = fold // kept for the next Ship: not ahead of the cursor
 		}
 	}()
 	ctx, cancel := context.WithCancel(ctx)
@@ -200,7 +207,7 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 			}
 			continue
 		}
-		if it.e.GPos <= refold {
+		if it.e.GPos <= refold && it.e.GPos > fold.GPos() {
 			fold.Fold(it.e) // shipped before: read again for the fold
 		}
 		if it.e.GPos < pos.From {

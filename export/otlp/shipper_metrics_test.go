@@ -235,3 +235,54 @@ func TestShipNoMetrics(t *testing.T) {
 		t.Errorf("%d spans, %d logs", spans, lg)
 	}
 }
+
+// cancelAfter is a Source that ends ctx once n events were read.
+type cancelAfter struct {
+	readsFrom
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) ReadAll(ctx context.Context, from uint64, fn func(events.Event) error) error {
+	return c.readsFrom.ReadAll(ctx, from, func(e events.Event) error {
+		if c.n--; c.n == 0 {
+			c.cancel()
+		}
+		return fn(e)
+	})
+}
+
+// TestShipMetricsRebuildResumed: a Ship that ends while it rebuilds the
+// fold (run stopped soon after it started) leaves the fold where it got
+// to; the next Ship of the Shipper goes on from there, not from the
+// journal's start, and its points are the fold of the whole journal.
+func TestShipMetricsRebuildResumed(t *testing.T) {
+	evs := sessionsEvents()
+	j := journalOf(t, evs)
+	// Shipped before, up to gpos 20: the fold must be rebuilt to there.
+	if err := (journalCursor{j}).Save(t.Context(), otlp.Position{GPos: 20, From: 15}); err != nil {
+		t.Fatal(err)
+	}
+	rcv := newReceiver(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	src := &cancelAfter{readsFrom: readsFrom{Source: j}, n: 6, cancel: cancel}
+	o := fastOptions(io.Discard)
+	o.Batch = 1024
+	sh := otlp.NewShipper(src, journalCursor{j}, exporter(t, rcv.URL), o)
+	if _, err := sh.Ship(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(rcv.points) != 0 {
+		t.Fatalf("a Ship ended while rebuilding sent points: %v", rcv.points)
+	}
+	src.n = -1
+	if _, err := sh.Ship(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	if len(src.froms) != 2 || src.froms[0] != 1 || src.froms[1] <= 1 || src.froms[1] > 7 {
+		t.Errorf("reads began at %v: want 1, then after the events the first one folded (at most 6)", src.froms)
+	}
+	if got, want := rcv.latest(), pointsText(foldAll(evs).Points()); got != want {
+		t.Errorf("the points after a resumed rebuild are not the fold of the journal:\n%s\nwant\n%s", got, want)
+	}
+}
