@@ -84,8 +84,9 @@
 // cursor: a Ship rebuilds it by reading the journal from its start (the
 // events before the cursor feed the fold only; about a ReadAll of the
 // journal, 4 s for a million events), and a Shipper keeps it between its
-// Ships while it stands at the cursor. Options.NoMetrics leaves metrics,
-// and that read, out. The writer of the journal keeps it
+// Ships unless it is ahead of the cursor (a rebuild cut short goes on
+// where it stopped). Options.NoMetrics leaves metrics, and that read,
+// out. The writer of the journal keeps it
 // in the journal's cursors bucket (store.Journal.SaveCursor); a shipper
 // beside a running writer keeps it in a [FileCursor].
 //
