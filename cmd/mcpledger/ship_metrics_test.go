@@ -30,10 +30,43 @@ type metricsReceiver struct {
 	*httptest.Server
 	mu     sync.Mutex
 	points []string
+	// byTime is every point received: series → time → its line; clash,
+	// a point received again at the same time with another value.
+	byTime map[string]map[uint64]string
+	clash  []string
+}
+
+// keep notes one point of series at time t.
+func (r *metricsReceiver) keep(series string, t uint64, line string) {
+	r.points = append(r.points, line)
+	if old, ok := r.byTime[series][t]; ok && old != line {
+		r.clash = append(r.clash, old+" then "+line)
+	}
+	if r.byTime[series] == nil {
+		r.byTime[series] = map[uint64]string{}
+	}
+	r.byTime[series][t] = line
+}
+
+// latest is the newest point of each series: what a backend keeping the
+// latest cumulative value shows.
+func (r *metricsReceiver) latest() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, byTime := range r.byTime {
+		var last uint64
+		for t := range byTime {
+			last = max(last, t)
+		}
+		out = append(out, byTime[last])
+	}
+	slices.Sort(out)
+	return out
 }
 
 func newMetricsReceiver(t *testing.T) *metricsReceiver {
-	r := &metricsReceiver{}
+	r := &metricsReceiver{byTime: map[string]map[uint64]string{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
@@ -53,17 +86,19 @@ func newMetricsReceiver(t *testing.T) *metricsReceiver {
 					switch d := mt.Data.(type) {
 					case *metricspb.Metric_Histogram:
 						for _, p := range d.Histogram.DataPoints {
-							r.points = append(r.points, fmt.Sprintf("%s{%s} @%d..%d count=%d sum=%g", mt.Name, attrsOf(p.Attributes),
+							series := mt.Name + "{" + attrsOf(p.Attributes) + "}"
+							r.keep(series, p.TimeUnixNano, fmt.Sprintf("%s @%d..%d count=%d sum=%g", series,
 								p.StartTimeUnixNano, p.TimeUnixNano, p.Count, p.GetSum()))
 						}
 					case *metricspb.Metric_Sum:
 						for _, p := range d.Sum.DataPoints {
-							r.points = append(r.points, fmt.Sprintf("%s{%s} @%d..%d %d", mt.Name, attrsOf(p.Attributes),
-								p.StartTimeUnixNano, p.TimeUnixNano, p.GetAsInt()))
+							series := mt.Name + "{" + attrsOf(p.Attributes) + "}"
+							r.keep(series, p.TimeUnixNano, fmt.Sprintf("%s @%d..%d %d", series, p.StartTimeUnixNano, p.TimeUnixNano, p.GetAsInt()))
 						}
 					case *metricspb.Metric_Gauge:
 						for _, p := range d.Gauge.DataPoints {
-							r.points = append(r.points, fmt.Sprintf("%s{%s} @%d %d", mt.Name, attrsOf(p.Attributes), p.TimeUnixNano, p.GetAsInt()))
+							series := mt.Name + "{" + attrsOf(p.Attributes) + "}"
+							r.keep(series, p.TimeUnixNano, fmt.Sprintf("%s @%d %d", series, p.TimeUnixNano, p.GetAsInt()))
 						}
 					}
 				}
@@ -108,7 +143,7 @@ func TestShipMetrics(t *testing.T) {
 	evs := []events.Event{
 		events.New(at(0), "", &events.SessionStarted{Seed: 1}),
 		events.New(at(1), "good", &events.ServerTransitioned{From: events.StateConfiguring, To: events.StateLaunching, Trigger: "config", Attempt: 1}),
-		events.New(at(2), "good", &events.TransportOpened{Attempt: 1, Transport: events.TransportStdio}),
+		events.New(at(2), "good", &events.ProcessSpawned{Attempt: 1, PID: 42}),
 		events.New(at(3), "good", &events.HandshakeCompleted{Attempt: 1, ProtocolVersion: "2025-11-25"}),
 		events.New(at(4), "good", &events.ServerTransitioned{From: events.StateHandshaking, To: events.StateReady, Trigger: "handshake", Attempt: 1}),
 		events.New(at(5), "good", &events.CallDecided{CallID: "d", Tool: "rm", Decision: events.CallDeny, By: "user:cli", Policy: "ask"}),
@@ -160,5 +195,65 @@ func TestShipMetrics(t *testing.T) {
 	r = runCLI(t, "ship", "--journal", jp, "--otlp-endpoint", rcv.URL, "--cursor", filepath.Join(dir, "none.cursor"))
 	if got := rcv.take(); r.err != nil || len(got) != 0 || !strings.Contains(r.stdout, " 0 metric points") {
 		t.Errorf("ship with OTEL_METRICS_EXPORTER=none: %v, %d points\n%s", r.err, len(got), r.stdout)
+	}
+}
+
+// TestLiveExportMetrics: `run` with OTEL_EXPORTER_OTLP_ENDPOINT set sends
+// metrics as it journals; killed with -9 after its calls, the journal
+// shipped by `ship` completes them: each call counted once in the newest
+// points, and no point contradicts another of the same series and time.
+// A fresh ship of the whole journal ends at the same newest points.
+func TestLiveExportMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs mcpledger processes")
+	}
+	rcv := newMetricsReceiver(t)
+	dir := t.TempDir()
+	cfg := faultConfig(t, dir, false)
+	jp := filepath.Join(dir, "journal.db")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL) // run's child process inherits it
+	holder := startRun(t, jp, cfg, dir)
+	echoCalls(t, jp, 0, 3)
+	op := func() string {
+		for _, l := range rcv.latest() {
+			if strings.HasPrefix(l, "mcp.client.operation.duration{") {
+				return l
+			}
+		}
+		return ""
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(op(), " count=3 "); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("run's live export: no operation duration of 3 calls; newest points:\n%s", strings.Join(rcv.latest(), "\n"))
+		}
+	}
+	if l := op(); !strings.Contains(l, "gen_ai.tool.name=echo") || !strings.Contains(l, "mcp.protocol.version=") ||
+		!strings.Contains(l, "network.transport=pipe") || !strings.Contains(l, "mcpledger.server=good") {
+		t.Errorf("operation duration: %s", l)
+	}
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+
+	if r := runCLI(t, "ship", "--journal", jp, "--otlp-endpoint", rcv.URL); r.err != nil {
+		t.Fatalf("ship after the kill: %v\n%s", r.err, r.stderr)
+	}
+	rcv.mu.Lock()
+	clash := slices.Clone(rcv.clash)
+	rcv.mu.Unlock()
+	if len(clash) > 0 {
+		t.Errorf("points of the same series and time with other values:\n%s", strings.Join(clash, "\n"))
+	}
+	if l := op(); !strings.Contains(l, " count=3 ") {
+		t.Errorf("after the kill and ship, the newest operation duration is %s; want 3 calls", l)
+	}
+	final := rcv.latest()
+
+	fresh := newMetricsReceiver(t)
+	if r := runCLI(t, "ship", "--journal", jp, "--otlp-endpoint", fresh.URL, "--cursor", filepath.Join(dir, "fresh.cursor")); r.err != nil {
+		t.Fatalf("ship from the start: %v\n%s", r.err, r.stderr)
+	}
+	if got := fresh.latest(); !slices.Equal(got, final) {
+		t.Errorf("a ship of the whole journal ends at other points:\n%s\nthe live export and ship after the kill:\n%s",
+			strings.Join(got, "\n"), strings.Join(final, "\n"))
 	}
 }

@@ -157,6 +157,8 @@ func (m *Metrics) Fold(e events.Event) {
 	switch p := e.Payload.(type) {
 	case *events.SessionStopped:
 		m.endSession(e.Session, e.Time, "")
+	case *events.ProcessSpawned:
+		m.server(k).transport = "pipe" // stdio: no transport.opened
 	case *events.TransportOpened:
 		m.server(k).transport = transportOf(p.Transport)
 	case *events.HandshakeCompleted:

@@ -89,7 +89,7 @@ func sessionsEvents() []events.Event {
 	killed := uuid.MustParse("01a20252-0000-7000-8000-000000000002")
 	add(killed, 0, "", &events.SessionStarted{Seed: 2})
 	add(killed, 1, "gh", &events.ServerTransitioned{From: events.StateConfiguring, To: events.StateLaunching, Trigger: "config", Attempt: 1})
-	add(killed, 2, "gh", &events.TransportOpened{Attempt: 1, Transport: events.TransportStdio})
+	add(killed, 2, "gh", &events.ProcessSpawned{Attempt: 1, PID: 42})
 	add(killed, 5, "gh", &events.HandshakeCompleted{Attempt: 1, ProtocolVersion: "2025-11-25"})
 	add(killed, 6, "gh", &events.ServerTransitioned{From: events.StateHandshaking, To: events.StateReady, Trigger: "handshake", Attempt: 1})
 	add(killed, 10, "gh", &events.CallStarted{CallID: "k1", Tool: "read", Attempt: 1})
