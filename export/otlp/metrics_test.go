@@ -211,3 +211,27 @@ func TestMetricsTimesIncrease(t *testing.T) {
 		last = at
 	}
 }
+
+// TestMetricsSessionEndForgetsOnlyItsOwn: a session's end forgets its own
+// unfinished calls, not another session's: a call of a session still
+// going when another stops is counted when it finishes.
+func TestMetricsSessionEndForgetsOnlyItsOwn(t *testing.T) {
+	a, b := uuid.MustParse("01a20252-0000-7000-8000-00000000000a"), uuid.MustParse("01a20252-0000-7000-8000-00000000000b")
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var evs []events.Event
+	add := func(sid uuid.UUID, p events.Payload) {
+		e := events.New(t0.Add(time.Duration(len(evs))*time.Millisecond), "s", p)
+		e.Session, e.GPos = sid, uint64(len(evs)+1)
+		evs = append(evs, e)
+	}
+	add(a, &events.SessionStarted{})
+	add(a, &events.CallStarted{CallID: "x", Tool: "ta"})
+	add(b, &events.CallStarted{CallID: "x", Tool: "tb"})
+	add(a, &events.SessionStopped{})
+	add(a, &events.CallFinished{CallID: "x", Outcome: events.OutcomeOK, DurationNs: 1})
+	add(b, &events.CallFinished{CallID: "x", Outcome: events.OutcomeOK, DurationNs: 1})
+	got := renderPoints(foldAll(evs).Points())
+	if !strings.Contains(got, "gen_ai.tool.name=tb") || strings.Contains(got, "gen_ai.tool.name=ta") || strings.Count(got, "count=1 ") != 1 {
+		t.Errorf("want b's call counted once and a's forgotten with its session:\n%s", got)
+	}
+}

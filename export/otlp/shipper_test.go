@@ -362,6 +362,9 @@ func TestNewExporterRefusesBadSettings(t *testing.T) {
 	for _, tc := range []struct{ key, value, want string }{
 		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "HTTP/protobuf only"},
 		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json", "HTTP/protobuf only"},
+		{"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc", "HTTP/protobuf only"},
+		{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "localhost:4318/v1/metrics", "not an http(s) URL"},
+		{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "5s", "milliseconds"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "not an http(s) URL"},
 		{"OTEL_EXPORTER_OTLP_TIMEOUT", "10s", "milliseconds"},
 		{"OTEL_RESOURCE_ATTRIBUTES", "novalue", "key=value"},
