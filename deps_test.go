@@ -49,7 +49,7 @@ var allowed = map[string][]string{
 	"runtime/oauth":       {"github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
 	"runtime/runtimetest": {"*"}, // test servers and helpers
 	"replay":              {"events", "fsm", "projections", "github.com/google/uuid"},
-	// export/otlp: the journal as OpenTelemetry spans and logs, shipped
+	// export/otlp: the journal as OpenTelemetry spans, logs and metrics, shipped
 	// with the official SDK's OTLP exporters; it writes no event.
 	"export/otlp": {"events", "tracectx", "github.com/google/uuid", "go.opentelemetry.io/otel"},
 	// tracectx: the trace identity of the ledger's spans (IDs derived from

@@ -115,8 +115,8 @@ Commands:
   ship [--follow] [--otlp-endpoint URL] [--cursor FILE]
         ship the journal to an OpenTelemetry collector (OTLP/HTTP, the OTEL_*
         variables apply): a span per call and connection, a log record per
-        event, resent with the same IDs until acknowledged; --cursor FILE
-        ships beside a running run or serve
+        event, cumulative metrics folded from the journal, resent the same
+        until acknowledged; --cursor FILE ships beside a running run or serve
   verify [--drop-checkpoints]
         check every record (CRC, decode, gapless seqs, hash chains, indexes),
         every checkpoint against the events, and the archives the journal names

@@ -46,7 +46,7 @@ func startLiveExport(ctx context.Context, e *env, j *store.Journal, endpoint str
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	x := &liveExport{
-		sh:   otlp.NewShipper(j, journalCursor{j}, exp, &otlp.Options{Logger: logger}),
+		sh:   otlp.NewShipper(j, journalCursor{j}, exp, &otlp.Options{Logger: logger, NoMetrics: metricsOff(e)}),
 		exp:  exp,
 		done: make(chan struct{}),
 	}
@@ -75,4 +75,12 @@ func (x *liveExport) Close() {
 	defer cancel()
 	_, _ = x.sh.Ship(ctx, false)
 	_ = x.exp.Shutdown(ctx)
+}
+
+// metricsOff reports whether OTEL_METRICS_EXPORTER=none asks for no
+// metrics: the export then sends spans and logs only, and does not read
+// the journal from its start for the metrics' fold. (Other values name
+// exporters mcpledger does not have: OTLP is what it sends.)
+func metricsOff(e *env) bool {
+	return e.getenv("OTEL_METRICS_EXPORTER") == "none"
 }

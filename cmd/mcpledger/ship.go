@@ -70,12 +70,12 @@ func (c *ShipCommand) Run(ctx context.Context, args []string) error {
 		src, cur = r, otlp.FileCursor{Path: *cursorFile}
 	}
 	logger := slog.New(slog.NewTextHandler(c.env.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	st, err := otlp.NewShipper(src, cur, exp, &otlp.Options{Logger: logger}).Ship(ctx, *follow)
+	st, err := otlp.NewShipper(src, cur, exp, &otlp.Options{Logger: logger, NoMetrics: metricsOff(c.env)}).Ship(ctx, *follow)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.env.stdout, "shipped %d events (%d spans, %d log records); the export cursor is at gpos %d\n",
-		st.Events, st.Spans, st.Logs, st.Position.GPos)
+	_, err = fmt.Fprintf(c.env.stdout, "shipped %d events (%d spans, %d log records, %d metric points); the export cursor is at gpos %d\n",
+		st.Events, st.Spans, st.Logs, st.Points, st.Position.GPos)
 	return err
 }
 

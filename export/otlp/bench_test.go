@@ -64,10 +64,20 @@ type memCursor struct{ p otlp.Position }
 func (c *memCursor) Load(context.Context) (otlp.Position, bool, error) { return c.p, false, nil }
 func (c *memCursor) Save(_ context.Context, p otlp.Position) error     { c.p = p; return nil }
 
+// atCursor is a cursor that stands at a position: a restart with nothing
+// new to ship.
+type atCursor struct{ p otlp.Position }
+
+func (c atCursor) Load(context.Context) (otlp.Position, bool, error) { return c.p, true, nil }
+func (c atCursor) Save(context.Context, otlp.Position) error         { return nil }
+
 // BenchmarkShipBackfill: a backfill of a journal of calls to an OTLP/HTTP
-// receiver that reads and acknowledges every request, against its
-// baseline in the same run, the plain ReadAll of the same journal
-// (events/s for both).
+// receiver that reads and acknowledges every request, with metrics and
+// without, against its baseline in the same run, the plain ReadAll of
+// the same journal (events/s for all). Start is a Ship whose cursor
+// stands at the journal's end (a restart with nothing new): with
+// metrics it folds the whole journal again, without it reads nothing
+// (ms/op).
 func BenchmarkShipBackfill(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		path := benchJournal(b, n)
@@ -88,21 +98,77 @@ func BenchmarkShipBackfill(b *testing.B) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "application/x-protobuf")
 		}))
-		b.Run(fmt.Sprintf("Ship/events=%d", n), func(b *testing.B) {
-			x, err := otlp.NewExporter(b.Context(), otlp.ExporterOptions{Endpoint: srv.URL})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer x.Shutdown(context.Background())
-			for b.Loop() {
-				st, err := otlp.NewShipper(j, &memCursor{}, x, nil).Ship(b.Context(), false)
-				if err != nil || st.Events != n {
-					b.Fatal(st, err)
+		for _, metrics := range []bool{true, false} {
+			b.Run(fmt.Sprintf("Ship/events=%d/metrics=%t", n, metrics), func(b *testing.B) {
+				x, err := otlp.NewExporter(b.Context(), otlp.ExporterOptions{Endpoint: srv.URL})
+				if err != nil {
+					b.Fatal(err)
 				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
-		})
+				defer x.Shutdown(context.Background())
+				for b.Loop() {
+					st, err := otlp.NewShipper(j, &memCursor{}, x, &otlp.Options{NoMetrics: !metrics}).Ship(b.Context(), false)
+					if err != nil || st.Events != n || (st.Points > 0) != metrics {
+						b.Fatal(st, err)
+					}
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			})
+		}
+		for _, metrics := range []bool{true, false} {
+			b.Run(fmt.Sprintf("Start/events=%d/metrics=%t", n, metrics), func(b *testing.B) {
+				x, err := otlp.NewExporter(b.Context(), otlp.ExporterOptions{Endpoint: srv.URL})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer x.Shutdown(context.Background())
+				end := atCursor{otlp.Position{GPos: uint64(n), From: uint64(n) + 1}}
+				for b.Loop() {
+					st, err := otlp.NewShipper(j, end, x, &otlp.Options{NoMetrics: !metrics}).Ship(b.Context(), false)
+					if err != nil || st.Events != 0 {
+						b.Fatal(st, err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/start")
+			})
+		}
 		srv.Close()
 		j.Close()
 	}
+}
+
+// BenchmarkMapAndFold: the cost per event of the span and log mapping
+// (Mapper.Map) and, beside it, of the metrics fold (Metrics.Fold), over
+// the same events of a journal of calls, in memory.
+func BenchmarkMapAndFold(b *testing.B) {
+	const n = 100_000
+	j, err := store.Open(benchJournal(b, n), &store.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs := make([]events.Event, 0, n)
+	if err := j.ReadAll(b.Context(), 1, func(e events.Event) error { evs = append(evs, e); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	j.Close()
+	b.Run("Map", func(b *testing.B) {
+		for b.Loop() {
+			m := otlp.NewMapper()
+			for _, e := range evs {
+				m.Map(e)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	})
+	b.Run("Fold", func(b *testing.B) {
+		for b.Loop() {
+			m := otlp.NewMetrics()
+			for _, e := range evs {
+				m.Fold(e)
+			}
+			if len(m.Points()) == 0 {
+				b.Fatal("no points")
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	})
 }

@@ -11,9 +11,12 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otellog "go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -32,27 +35,31 @@ const scopeName = "github.com/mcpledger/mcpledger/export/otlp"
 // as the OpenTelemetry SDK reads them; a field set here wins.
 type ExporterOptions struct {
 	// Endpoint is the OTLP/HTTP base URL (http://host:4318): traces go to
-	// its /v1/traces, logs to its /v1/logs. "": OTEL_EXPORTER_OTLP_ENDPOINT,
-	// else the SDK's default, http://localhost:4318.
+	// its /v1/traces, logs to its /v1/logs, metrics to its /v1/metrics.
+	// "": OTEL_EXPORTER_OTLP_ENDPOINT, else the SDK's default,
+	// http://localhost:4318.
 	Endpoint string
 	// Timeout bounds one export request. Zero: OTEL_EXPORTER_OTLP_TIMEOUT,
 	// else the SDK's 10 s.
 	Timeout time.Duration
 }
 
-// SDKExporter sends mapped spans and logs with the OpenTelemetry SDK's
-// OTLP/HTTP (protobuf) exporters, synchronously: [SDKExporter.Export]
-// returns nil only once the receiver has acknowledged both. The SDK's own
-// retries are off: the [Shipper] retries, from the journal.
+// SDKExporter sends mapped spans, logs and metric points with the
+// OpenTelemetry SDK's OTLP/HTTP (protobuf) exporters, synchronously:
+// [SDKExporter.Export] returns nil only once the receiver has
+// acknowledged all three. The SDK's own retries are off: the [Shipper]
+// retries, from the journal.
 type SDKExporter struct {
-	spans  sdktrace.SpanExporter
-	logs   sdklog.Exporter
-	tp     *sdktrace.TracerProvider
-	tracer trace.Tracer
-	sc     *spanCollector
-	lp     *sdklog.LoggerProvider
-	logger otellog.Logger
-	lc     *logCollector
+	spans   sdktrace.SpanExporter
+	logs    sdklog.Exporter
+	metrics *otlpmetrichttp.Exporter
+	res     *resource.Resource
+	tp      *sdktrace.TracerProvider
+	tracer  trace.Tracer
+	sc      *spanCollector
+	lp      *sdklog.LoggerProvider
+	logger  otellog.Logger
+	lc      *logCollector
 }
 
 // NewExporter checks the exporter settings and returns an exporter. It
@@ -73,13 +80,16 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 	}
 	topts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false})}
 	lopts := []otlploghttp.Option{otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false})}
+	mopts := []otlpmetrichttp.Option{otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false})}
 	if o.Endpoint != "" {
 		topts = append(topts, otlptracehttp.WithEndpointURL(o.Endpoint+"/v1/traces"))
 		lopts = append(lopts, otlploghttp.WithEndpointURL(o.Endpoint+"/v1/logs"))
+		mopts = append(mopts, otlpmetrichttp.WithEndpointURL(o.Endpoint+"/v1/metrics"))
 	}
 	if o.Timeout > 0 {
 		topts = append(topts, otlptracehttp.WithTimeout(o.Timeout))
 		lopts = append(lopts, otlploghttp.WithTimeout(o.Timeout))
+		mopts = append(mopts, otlpmetrichttp.WithTimeout(o.Timeout))
 	}
 	se, err := otlptracehttp.New(ctx, topts...)
 	if err != nil {
@@ -90,7 +100,15 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 		_ = se.Shutdown(ctx)
 		return nil, fmt.Errorf("%w: logs exporter: %w", ErrConfig, err)
 	}
-	x := &SDKExporter{spans: se, logs: le, sc: &spanCollector{}, lc: &logCollector{}}
+	// The points are built by the Metrics fold, cumulative: the
+	// exporter's temporality and aggregation selectors are not used.
+	me, err := otlpmetrichttp.New(ctx, mopts...)
+	if err != nil {
+		_ = se.Shutdown(ctx)
+		_ = le.Shutdown(ctx)
+		return nil, fmt.Errorf("%w: metrics exporter: %w", ErrConfig, err)
+	}
+	x := &SDKExporter{spans: se, logs: le, metrics: me, res: res, sc: &spanCollector{}, lc: &logCollector{}}
 	// No limits: the journal bounds what a span carries, and the SDK's
 	// defaults (128 events) would drop the transitions of a flapping
 	// server's connection span without a word.
@@ -104,10 +122,10 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 	return x, nil
 }
 
-// Export sends spans and then logs, and returns nil only after the
-// receiver acknowledged both. It is not safe for concurrent use (a
-// Shipper calls it from one goroutine).
-func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log) error {
+// Export sends spans, then logs, then metrics, and returns nil only after
+// the receiver acknowledged all three. It is not safe for concurrent use
+// (a Shipper calls it from one goroutine).
+func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log, metrics []metricdata.Metrics) error {
 	if len(spans) > 0 {
 		if err := x.spans.ExportSpans(ctx, x.sdkSpans(spans)); err != nil {
 			return fmt.Errorf("traces: %w", err)
@@ -118,12 +136,19 @@ func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log) erro
 			return fmt.Errorf("logs: %w", err)
 		}
 	}
+	if len(metrics) > 0 {
+		rm := &metricdata.ResourceMetrics{Resource: x.res, ScopeMetrics: []metricdata.ScopeMetrics{
+			{Scope: instrumentation.Scope{Name: scopeName}, Metrics: metrics}}}
+		if err := x.metrics.Export(ctx, rm); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 	return nil
 }
 
 // Shutdown ends the exporters.
 func (x *SDKExporter) Shutdown(ctx context.Context) error {
-	return errors.Join(x.spans.Shutdown(ctx), x.logs.Shutdown(ctx), x.tp.Shutdown(ctx), x.lp.Shutdown(ctx))
+	return errors.Join(x.spans.Shutdown(ctx), x.logs.Shutdown(ctx), x.metrics.Shutdown(ctx), x.tp.Shutdown(ctx), x.lp.Shutdown(ctx))
 }
 
 // sdkSpans builds the SDK's spans of spans: each is started and ended on
@@ -216,13 +241,13 @@ func (c *logCollector) ForceFlush(context.Context) error                       {
 // checkEnv refuses the settings the SDK would ignore or misread with a
 // line on stderr: mcpledger says what is wrong once, before it starts.
 func checkEnv(o ExporterOptions) error {
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL"} {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
 		if v := os.Getenv(k); v != "" && v != "http/protobuf" {
 			return fmt.Errorf("%w: %s=%q: mcpledger exports OTLP over HTTP/protobuf only (port 4318 usually); set it to http/protobuf or unset it", ErrConfig, k, v)
 		}
 	}
 	endpoints := map[string]string{"--otlp-endpoint": o.Endpoint}
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"} {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
 		endpoints[k] = os.Getenv(k)
 	}
 	for k, v := range endpoints {
@@ -234,7 +259,7 @@ func checkEnv(o ExporterOptions) error {
 			return fmt.Errorf("%w: %s=%q is not an http(s) URL: give the collector's OTLP/HTTP address, like http://localhost:4318", ErrConfig, k, v)
 		}
 	}
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"} {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT"} {
 		if v := os.Getenv(k); v != "" {
 			if n, err := strconv.Atoi(v); err != nil || n <= 0 {
 				return fmt.Errorf("%w: %s=%q: give a timeout in milliseconds, like 10000", ErrConfig, k, v)

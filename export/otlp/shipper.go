@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/mcpledger/mcpledger/events"
 )
 
@@ -31,10 +33,11 @@ type Cursor interface {
 	Save(ctx context.Context, p Position) error
 }
 
-// Exporter sends mapped records; it returns nil only once the receiver
-// acknowledged all of them. [*SDKExporter] is the one that ships.
+// Exporter sends mapped records and the metric points at the last event
+// of their batch; it returns nil only once the receiver acknowledged all
+// of them. [*SDKExporter] is the one that ships.
 type Exporter interface {
-	Export(ctx context.Context, spans []Span, logs []Log) error
+	Export(ctx context.Context, spans []Span, logs []Log, metrics []metricdata.Metrics) error
 }
 
 // Options configure a [Shipper]. A zero field gives its default.
@@ -57,13 +60,17 @@ type Options struct {
 	// export (doubling from the first to the second). Defaults 100 ms
 	// and 30 s.
 	MinBackoff, MaxBackoff time.Duration
+	// NoMetrics leaves metrics out: no [Metrics] fold, and so no read of
+	// the journal from its start when a Ship begins.
+	NoMetrics bool
 }
 
 // Stats are what one Ship did.
 type Stats struct {
 	// Events is how many events were shipped (acknowledged), Spans and
-	// Logs the records they made.
-	Events, Spans, Logs int
+	// Logs the records they made, Points the metric points sent with
+	// them.
+	Events, Spans, Logs, Points int
 	// Failures is how many export tries failed.
 	Failures int
 	// Position is where the cursor stands.
@@ -77,6 +84,11 @@ type Shipper struct {
 	exp Exporter
 	o   Options
 	log *slog.Logger
+	// metrics is the fold of the journal up to the cursor's GPos (or
+	// short of it, when a Ship ended while rebuilding it), kept between
+	// Ships of this Shipper; nil: rebuilt from the journal's start by the
+	// next Ship.
+	metrics *Metrics
 }
 
 // NewShipper returns a Shipper of src's events to exp, from cur.
@@ -142,6 +154,27 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 		pos = Position{GPos: 0, From: 1}
 	}
 	st.Position = pos
+	// The metrics are a fold of the journal from its start up to the
+	// cursor: this Shipper's from its last Ship, else a new one. One
+	// behind the cursor (new, or its rebuild cut short) folds the events
+	// up to the cursor again, read from where it stands (the events
+	// before From feed the fold only).
+	from, refold := pos.From, uint64(0)
+	fold := s.metrics
+	s.metrics = nil
+	if !s.o.NoMetrics {
+		if fold == nil || fold.GPos() > pos.GPos {
+			fold = NewMetrics() // ahead: it folded a batch never acknowledged
+		}
+		if fold.GPos() < pos.GPos {
+			from, refold = min(from, fold.GPos()+1), pos.GPos
+		}
+	}
+	defer func() {
+		if fold != nil && fold.GPos() <= st.Position.GPos {
+			s.metrics = fold // kept for the next Ship: not ahead of the cursor
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The reading goroutine runs one batch ahead of the exports.
@@ -149,12 +182,12 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.read(ctx, pos.From, follow, items)
+		s.read(ctx, from, follow, items)
 	}()
 	defer func() { cancel(); <-done }()
 
 	m := NewMapper()
-	var b batch
+	b := batch{fold: fold}
 	for {
 		var it item
 		select {
@@ -174,11 +207,17 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 			}
 			continue
 		}
+		if it.e.GPos <= refold && it.e.GPos > fold.GPos() {
+			fold.Fold(it.e) // shipped before: read again for the fold
+		}
+		if it.e.GPos < pos.From {
+			continue
+		}
 		spans, rec := m.Map(it.e)
 		if it.e.GPos <= pos.GPos {
 			continue // shipped before: read again to rebuild open spans
 		}
-		b.add(it.e.GPos, spans, rec)
+		b.add(it.e, spans, rec)
 		if b.events >= s.o.Batch || b.bytes >= s.o.MaxBytes {
 			if err := s.flush(ctx, m, &b, &st); err != nil {
 				return st, err
@@ -226,21 +265,44 @@ func (s *Shipper) read(ctx context.Context, from uint64, follow bool, items chan
 	}
 }
 
-// batch is the records of the events read since the last export.
+// batch is the records of the events read since the last export, and
+// their events while the metrics fold has not taken them.
 type batch struct {
 	spans  []Span
 	logs   []Log
+	evs    []events.Event
 	last   uint64
 	events int
 	bytes  int
+	// fold is the metrics fold (nil: no metrics); points its points at
+	// last, once the batch's events are folded.
+	fold   *Metrics
+	points []metricdata.Metrics
 }
 
-func (b *batch) add(gpos uint64, spans []Span, rec Log) {
+func (b *batch) add(e events.Event, spans []Span, rec Log) {
 	b.spans = append(b.spans, spans...)
 	b.logs = append(b.logs, rec)
-	b.last = gpos
+	if b.fold != nil {
+		b.evs = append(b.evs, e)
+	}
+	b.last = e.GPos
 	b.events++
 	b.bytes += len(rec.Body)
+}
+
+// foldIn folds the batch's events, once, and takes the points at its last
+// event: a retried export sends the same points.
+func (b *batch) foldIn() {
+	if b.fold == nil || len(b.evs) == 0 {
+		return
+	}
+	for _, e := range b.evs {
+		b.fold.Fold(e)
+	}
+	clear(b.evs)
+	b.evs = b.evs[:0]
+	b.points = b.fold.Points()
 }
 
 // flush exports b until the receiver acknowledges it, then saves the
@@ -250,6 +312,7 @@ func (s *Shipper) flush(ctx context.Context, m *Mapper, b *batch, st *Stats) err
 	if b.events == 0 {
 		return nil
 	}
+	b.foldIn()
 	if err := s.export(ctx, b, st); err != nil {
 		return err
 	}
@@ -264,7 +327,8 @@ func (s *Shipper) flush(ctx context.Context, m *Mapper, b *batch, st *Stats) err
 	st.Events += b.events
 	st.Spans += len(b.spans)
 	st.Logs += len(b.logs)
-	*b = batch{spans: b.spans[:0], logs: b.logs[:0]}
+	st.Points += points(b.points)
+	*b = batch{spans: b.spans[:0], logs: b.logs[:0], evs: b.evs[:0], fold: b.fold}
 	return nil
 }
 
@@ -275,7 +339,7 @@ func (s *Shipper) export(ctx context.Context, b *batch, st *Stats) error {
 	var since time.Time
 	failed := 0
 	for {
-		err := s.exp.Export(ctx, b.spans, b.logs)
+		err := s.exp.Export(ctx, b.spans, b.logs, b.points)
 		if err == nil {
 			if failed > 0 {
 				s.log.Info("otlp export recovered: the backlog is being sent", "failed_tries", failed, "after", time.Since(since).Round(time.Millisecond))
@@ -301,4 +365,20 @@ func (s *Shipper) export(ctx context.Context, b *batch, st *Stats) error {
 		}
 		wait = min(wait*2, s.o.MaxBackoff)
 	}
+}
+
+// points counts the data points of ms.
+func points(ms []metricdata.Metrics) int {
+	n := 0
+	for _, m := range ms {
+		switch d := m.Data.(type) {
+		case metricdata.Histogram[float64]:
+			n += len(d.DataPoints)
+		case metricdata.Sum[int64]:
+			n += len(d.DataPoints)
+		case metricdata.Gauge[int64]:
+			n += len(d.DataPoints)
+		}
+	}
+	return n
 }

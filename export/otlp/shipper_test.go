@@ -40,11 +40,17 @@ type receiver struct {
 	parents  map[string]string // span ID → "trace/parent span/tracestate"
 	logs     map[string]int    // event ID → times received
 	requests int
+	// points is every metric point received: series → its time (unix
+	// ns) → the value at that time; conflicts, points received again
+	// for the same series and time with another value or start.
+	points    map[string]map[uint64]string
+	conflicts []string
+	resent    int // points received again with the same value
 }
 
 func newReceiver(t *testing.T) *receiver {
 	r := &receiver{spans: map[string]int{}, names: map[string]string{}, logs: map[string]int{}, nevents: map[string]int{},
-		parents: map[string]string{}}
+		parents: map[string]string{}, points: map[string]map[uint64]string{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
@@ -101,6 +107,8 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		b, _ := proto.Marshal(&collogs.ExportLogsServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(b)
+	case "/v1/metrics":
+		r.metrics(w, body)
 	default:
 		http.NotFound(w, req)
 	}
@@ -357,6 +365,9 @@ func TestNewExporterRefusesBadSettings(t *testing.T) {
 	for _, tc := range []struct{ key, value, want string }{
 		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "HTTP/protobuf only"},
 		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json", "HTTP/protobuf only"},
+		{"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc", "HTTP/protobuf only"},
+		{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "localhost:4318/v1/metrics", "not an http(s) URL"},
+		{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "5s", "milliseconds"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "not an http(s) URL"},
 		{"OTEL_EXPORTER_OTLP_TIMEOUT", "10s", "milliseconds"},
 		{"OTEL_RESOURCE_ATTRIBUTES", "novalue", "key=value"},
@@ -390,7 +401,7 @@ func TestExportKeepsEveryTransition(t *testing.T) {
 	for i := range 300 {
 		s.Events = append(s.Events, otlp.SpanEvent{Name: "mcpledger.transition", Time: int64(i + 1)})
 	}
-	if err := x.Export(t.Context(), []otlp.Span{s}, nil); err != nil {
+	if err := x.Export(t.Context(), []otlp.Span{s}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := rcv.nevents[s.SpanID.String()]; got != 300 {
@@ -411,7 +422,7 @@ func TestExportTracedSpan(t *testing.T) {
 		s, _ := m.Map(e)
 		spans = append(spans, s...)
 	}
-	if err := x.Export(t.Context(), spans, nil); err != nil {
+	if err := x.Export(t.Context(), spans, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, t1 := tracectx.CallIDs(evs[0].Session, "t1")
