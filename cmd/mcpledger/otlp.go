@@ -39,7 +39,7 @@ func startLiveExport(ctx context.Context, e *env, j *store.Journal, endpoint str
 	if endpoint == "" && e.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && e.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 		return nil
 	}
-	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Endpoint: endpoint})
+	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Endpoint: endpoint, NoLogs: logsOff(e)})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcpledger: warning: no OTLP export this session: %v\n(the journal keeps every event: fix the setting and run mcpledger ship, or restart)\n", err)
 		return nil
@@ -83,4 +83,11 @@ func (x *liveExport) Close() {
 // exporters mcpledger does not have: OTLP is what it sends.)
 func metricsOff(e *env) bool {
 	return e.getenv("OTEL_METRICS_EXPORTER") == "none"
+}
+
+// logsOff reports whether OTEL_LOGS_EXPORTER=none asks for no log
+// records (a receiver without a logs pipeline: Jaeger's default
+// configuration answers 404 on /v1/logs).
+func logsOff(e *env) bool {
+	return e.getenv("OTEL_LOGS_EXPORTER") == "none"
 }

@@ -35,7 +35,7 @@ func (c *ShipCommand) Run(ctx context.Context, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Endpoint: *endpoint})
+	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Endpoint: *endpoint, NoLogs: logsOff(c.env)})
 	if err != nil {
 		return err
 	}

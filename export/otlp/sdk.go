@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -42,6 +43,11 @@ type ExporterOptions struct {
 	// Timeout bounds one export request. Zero: OTEL_EXPORTER_OTLP_TIMEOUT,
 	// else the SDK's 10 s.
 	Timeout time.Duration
+	// NoLogs sends no log records (OTEL_LOGS_EXPORTER=none): for a
+	// receiver without a logs pipeline, such as Jaeger's default
+	// configuration, which answers 404 on /v1/logs. The journal keeps
+	// every event; a later ship with logs on sends them.
+	NoLogs bool
 }
 
 // SDKExporter sends mapped spans, logs and metric points with the
@@ -95,17 +101,21 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: traces exporter: %w", ErrConfig, err)
 	}
-	le, err := otlploghttp.New(ctx, lopts...)
-	if err != nil {
-		_ = se.Shutdown(ctx)
-		return nil, fmt.Errorf("%w: logs exporter: %w", ErrConfig, err)
+	var le sdklog.Exporter
+	if !o.NoLogs {
+		if le, err = otlploghttp.New(ctx, lopts...); err != nil {
+			_ = se.Shutdown(ctx)
+			return nil, fmt.Errorf("%w: logs exporter: %w", ErrConfig, err)
+		}
 	}
 	// The points are built by the Metrics fold, cumulative: the
 	// exporter's temporality and aggregation selectors are not used.
 	me, err := otlpmetrichttp.New(ctx, mopts...)
 	if err != nil {
 		_ = se.Shutdown(ctx)
-		_ = le.Shutdown(ctx)
+		if le != nil {
+			_ = le.Shutdown(ctx)
+		}
 		return nil, fmt.Errorf("%w: metrics exporter: %w", ErrConfig, err)
 	}
 	x := &SDKExporter{spans: se, logs: le, metrics: me, res: res, sc: &spanCollector{}, lc: &logCollector{}}
@@ -131,24 +141,38 @@ func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log, metr
 			return fmt.Errorf("traces: %w", err)
 		}
 	}
-	if len(logs) > 0 {
+	if len(logs) > 0 && x.logs != nil {
 		if err := x.logs.Export(ctx, x.sdkLogs(logs)); err != nil {
-			return fmt.Errorf("logs: %w", err)
+			return fmt.Errorf("logs: %w%s", err, noPipeline(err, "logs", "OTEL_LOGS_EXPORTER"))
 		}
 	}
 	if len(metrics) > 0 {
 		rm := &metricdata.ResourceMetrics{Resource: x.res, ScopeMetrics: []metricdata.ScopeMetrics{
 			{Scope: instrumentation.Scope{Name: scopeName}, Metrics: metrics}}}
 		if err := x.metrics.Export(ctx, rm); err != nil {
-			return fmt.Errorf("metrics: %w", err)
+			return fmt.Errorf("metrics: %w%s", err, noPipeline(err, "metrics", "OTEL_METRICS_EXPORTER"))
 		}
 	}
 	return nil
 }
 
+// noPipeline says what to do when the receiver answered a signal's
+// export with 404, as a receiver without that signal's pipeline does (the
+// SDK's error gives the HTTP status only in its text): "" otherwise.
+func noPipeline(err error, signal, variable string) string {
+	if !strings.Contains(err.Error(), " 404 Not Found") {
+		return ""
+	}
+	return fmt.Sprintf(" (the collector takes no %s: give it a %s pipeline, or set %s=none to send none; the journal keeps every event)", signal, signal, variable)
+}
+
 // Shutdown ends the exporters.
 func (x *SDKExporter) Shutdown(ctx context.Context) error {
-	return errors.Join(x.spans.Shutdown(ctx), x.logs.Shutdown(ctx), x.metrics.Shutdown(ctx), x.tp.Shutdown(ctx), x.lp.Shutdown(ctx))
+	var le error
+	if x.logs != nil {
+		le = x.logs.Shutdown(ctx)
+	}
+	return errors.Join(x.spans.Shutdown(ctx), le, x.metrics.Shutdown(ctx), x.tp.Shutdown(ctx), x.lp.Shutdown(ctx))
 }
 
 // sdkSpans builds the SDK's spans of spans: each is started and ended on

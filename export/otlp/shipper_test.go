@@ -33,7 +33,8 @@ type receiver struct {
 	*httptest.Server
 	mu       sync.Mutex
 	fail     int
-	failN    int // requests refused so far
+	failN    int    // requests refused so far
+	missing  string // a path answered 404, as a receiver without that pipeline
 	spans    map[string]int
 	names    map[string]string // span ID → name
 	nevents  map[string]int    // span ID → span events
@@ -64,6 +65,11 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if r.fail != 0 {
 		r.failN++
 		http.Error(w, "refused by the test", r.fail)
+		return
+	}
+	if req.URL.Path == r.missing {
+		r.failN++
+		http.NotFound(w, req)
 		return
 	}
 	switch req.URL.Path {
@@ -434,5 +440,45 @@ func TestExportTracedSpan(t *testing.T) {
 	}
 	if got := rcv.parents[t4.String()]; !strings.Contains(got, "//") || strings.HasPrefix(got, "4bf92f35") {
 		t.Errorf("call t4 (malformed traceparent) reached the receiver as %q, want a root of its own trace", got)
+	}
+}
+
+// TestShipToReceiverWithoutLogs: a receiver without a logs pipeline
+// (Jaeger's default configuration answers 404 on /v1/logs) gets the
+// spans again and again and the cursor stays, with a failure line that
+// says what to do; with NoLogs (OTEL_LOGS_EXPORTER=none) the spans and
+// metrics are delivered and the cursor moves.
+func TestShipToReceiverWithoutLogs(t *testing.T) {
+	evs := callEvents()
+	j := journalOf(t, evs)
+	rcv := newReceiver(t)
+	rcv.missing = "/v1/logs"
+	var logs syncBuffer
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := otlp.NewShipper(j, journalCursor{j}, exporter(t, rcv.URL), fastOptions(&logs)).Ship(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Cursor(t.Context(), "otlp"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("cursor saved while the logs were refused: %v", err)
+	}
+	if out := logs.String(); !strings.Contains(out, "set OTEL_LOGS_EXPORTER=none to send none") || strings.Count(out, "\n") != 1 {
+		t.Errorf("want one failure line saying what to do, got:\n%s", out)
+	}
+
+	x, err := otlp.NewExporter(t.Context(), otlp.ExporterOptions{Endpoint: rcv.URL, Timeout: 2 * time.Second, NoLogs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = x.Shutdown(context.Background()) })
+	st, err := otlp.NewShipper(j, journalCursor{j}, x, fastOptions(&logs)).Ship(t.Context(), false)
+	if err != nil || st.Events != len(evs) {
+		t.Fatalf("Ship without logs = %+v, %v; want every event shipped", st, err)
+	}
+	if c, err := j.Cursor(t.Context(), "otlp"); err != nil || c.GPos != uint64(len(evs)) {
+		t.Errorf("cursor %+v, %v; want at the last event", c, err)
+	}
+	if spans, lg := rcv.counts(); spans != 5 || lg != 0 {
+		t.Errorf("%d spans, %d logs received; want 5, 0", spans, lg)
 	}
 }
