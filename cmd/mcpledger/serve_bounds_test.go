@@ -180,7 +180,10 @@ func TestServeHTTPBounds(t *testing.T) {
 	bin, cfg, journal, env := boundsSetup(t, false)
 	// Results unbounded: each big call is answered with its 4 MB, as the
 	// memory bound must hold for answers as large as requests.
-	u, pid, stop := startServeProc(t, bin, env, "--http", "127.0.0.1:0", "--body-timeout", "2s", "--max-result-chars", "0",
+	// The body timeout leaves a 4 MB body time to arrive on a loaded
+	// machine (2 s cut big calls with 408 under the race detector and a
+	// parallel build); phase 3 waits it out once.
+	u, pid, stop := startServeProc(t, bin, env, "--http", "127.0.0.1:0", "--body-timeout", "5s", "--max-result-chars", "0",
 		"--mcp-config", cfg, "--workspace", filepath.Dir(cfg))
 	ctx := t.Context()
 
@@ -332,7 +335,7 @@ func TestServeHTTPBounds(t *testing.T) {
 	phase.Store(2)
 
 	// Phase 3: 200 connections send headers and stall in their body; each
-	// is cut with 408 after the body timeout (2 s).
+	// is cut with 408 after the body timeout (5 s).
 	addr := strings.TrimPrefix(strings.TrimSuffix(u, "/mcp"), "http://")
 	t0 := time.Now()
 	conns := make([]net.Conn, 0, 200)
