@@ -187,11 +187,11 @@ func (c *conn) run() {
 		close(c.handshook)
 		return
 	}
-	close(c.handshook)
 	c.mu.Lock()
 	c.cs = cs
 	stopping := c.stopping
 	c.mu.Unlock()
+	close(c.handshook) // after c.cs is set: listenAgain waits for it
 	if stopping {
 		_ = cs.Close()
 		return

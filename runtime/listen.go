@@ -2,10 +2,7 @@ package runtime
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -60,6 +57,13 @@ func (c *conn) listenEnded() {
 // missed while none was), not after a refusal: a server that refuses
 // every listen costs a request per backoff, not a listing.
 func (c *conn) listenAgain() {
+	// go-sdk opens its listen inside Connect, so a server that ends it at
+	// once has it end before the session is the conn's: wait for that.
+	select {
+	case <-c.handshook:
+	case <-c.ctx.Done():
+		return
+	}
 	relist, wait := true, listenReopenEvery
 	for {
 		cs := c.session()
@@ -121,26 +125,11 @@ var listNotifications = map[string]string{
 // listenHTTP posts a subscriptions/listen of the runtime's own and reads
 // its stream until it ends, re-listing on each list change it carries.
 func (c *conn) listenHTTP(ctx context.Context, hc *http.Client, version string, params map[string]any) error {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": ownIDPrefix + "listen", "method": methodListen, "params": params})
+	resp, err := c.postOwn(ctx, hc, version, "listen", methodListen, params)
 	if err != nil {
 		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.spec.URL, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", version)
-	req.Header.Set("Mcp-Method", methodListen)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("calling %q: %w", methodListen, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("calling %q: %s", methodListen, resp.Status)
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), maxProbeAnswer)
 	for sc.Scan() {

@@ -70,31 +70,43 @@ func (c *conn) discoverParams(version string) map[string]any {
 	}}
 }
 
-// postDiscover sends server/discover to an HTTP server with the headers
-// the 2026-07-28 transport requires, and reads its answer: a JSON-RPC
-// response, as JSON or as the first message of an event stream.
-func (c *conn) postDiscover(ctx context.Context, hc *http.Client, version string, params map[string]any) error {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": ownIDPrefix + "probe", "method": methodDiscover, "params": params})
+// postOwn posts a request of the runtime's own (its ID ownIDPrefix+id)
+// to an HTTP server with the headers the 2026-07-28 transport requires,
+// and returns the response of status 200; the caller closes its body.
+func (c *conn) postOwn(ctx context.Context, hc *http.Client, version, id, method string, params map[string]any) (*http.Response, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": ownIDPrefix + id, "method": method, "params": params})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.spec.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", version)
-	req.Header.Set("Mcp-Method", methodDiscover)
+	req.Header.Set("Mcp-Method", method)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("calling %q: %w", methodDiscover, err)
+		return nil, fmt.Errorf("calling %q: %w", method, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("calling %q: %s", method, resp.Status)
+	}
+	return resp, nil
+}
+
+// postDiscover sends server/discover to an HTTP server with the headers
+// the 2026-07-28 transport requires, and reads its answer: a JSON-RPC
+// response, as JSON or as the first message of an event stream.
+func (c *conn) postDiscover(ctx context.Context, hc *http.Client, version string, params map[string]any) error {
+	resp, err := c.postOwn(ctx, hc, version, "probe", methodDiscover, params)
+	if err != nil {
+		return err
 	}
 	defer resp.Body.Close()
 	r := io.LimitReader(resp.Body, maxProbeAnswer)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("calling %q: %s", methodDiscover, resp.Status)
-	}
 	msg := []byte(nil)
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "text/event-stream" {
 		sc := bufio.NewScanner(r)

@@ -91,7 +91,14 @@ func TestListenStreamReopened(t *testing.T) {
 	j, adapter := openJournal(t)
 	m := startAndWait(t, adapter, cfg, spec)
 	defer m.Close()
-	waitFor(t, m, "a second listen", func(*runtime.View) bool { return listens.Load() >= 2 })
+	// The count is not in the view (waitFor looks again only when the
+	// view changes, and the second listen may come after its last change):
+	// poll it.
+	for deadline := time.Now().Add(15 * time.Second); listens.Load() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no second listen within 15 s; status %+v", m.Status())
+		}
+	}
 	if cut.Load() != 1 {
 		t.Fatalf("%d listen streams cut", cut.Load())
 	}
@@ -146,7 +153,14 @@ func TestListenEndedOverTheWire(t *testing.T) {
 	if pv := state(m.Snapshot(), "mem").ProtocolVersion; pv != "2026-07-28" {
 		t.Fatalf("mem speaks %q", pv)
 	}
-	waitFor(t, m, "a second listen", func(*runtime.View) bool { return listens.Load() >= 2 })
+	// The count is not in the view (waitFor looks again only when the
+	// view changes, and the second listen may come after its last change):
+	// poll it.
+	for deadline := time.Now().Add(15 * time.Second); listens.Load() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no second listen within 15 s; status %+v", m.Status())
+		}
+	}
 	time.Sleep(100 * time.Millisecond) // the second listen is acknowledged
 	srv.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
