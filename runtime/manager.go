@@ -175,10 +175,13 @@ func (m *Manager) Status() []projections.ServerStatus { return m.view.Load().Sta
 // the newest. cancel unsubscribes.
 func (m *Manager) Subscribe() (views <-chan *View, cancel func()) {
 	ch := make(chan *View, 1)
+	// The first view goes in under the lock: sent after it, a publish in
+	// between would have filled the one slot, and the send would block
+	// for good (Start hung so, waiting on its gate).
 	m.subsMu.Lock()
+	ch <- m.view.Load()
 	m.subs[ch] = struct{}{}
 	m.subsMu.Unlock()
-	ch <- m.view.Load()
 	return ch, func() {
 		m.subsMu.Lock()
 		delete(m.subs, ch)
