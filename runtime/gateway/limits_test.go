@@ -58,6 +58,29 @@ func rawSession(t *testing.T, endpoint string) string {
 	return id
 }
 
+// unbusyTransport sends a request again while it is refused busy (503),
+// for up to 5 s, as Retry-After tells a client to.
+type unbusyTransport struct{ base http.RoundTripper }
+
+func (u unbusyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := u.base.RoundTrip(r)
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) ||
+			(r.Body != nil && r.GetBody == nil) {
+			return resp, err
+		}
+		resp.Body.Close()
+		if r.GetBody != nil {
+			body, err := r.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			r = r.Clone(r.Context())
+			r.Body = body
+		}
+	}
+}
+
 // rawPostUnbusy is rawPost, again while it is refused busy (for up to 5 s).
 func rawPostUnbusy(t *testing.T, endpoint, session, body string) (*http.Response, string) {
 	t.Helper()
@@ -88,23 +111,23 @@ func TestGatewayHTTPBusy(t *testing.T) {
 	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up})
 	srv := httptestServer(t, f, f.gw.HTTPHandler(&gateway.HTTPOptions{MaxInflight: 1}))
 	endpoint := srv.URL + gateway.Path
-	cs := connectHTTP(t, endpoint, "", "holder", nil)
+	// The holder's requests are retried while refused busy (the budget of
+	// one comes back when a handler returns, which may be after its
+	// answer reached the client): setup must not trip on it.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "holder", Version: "2.0"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: unbusyTransport{http.DefaultTransport}}, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
 	id := rawSession(t, endpoint)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	held := make(chan error, 1)
 	go func() { // ends when cancel ends the call
-		for {
-			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__slow"})
-			if err != nil && ctx.Err() == nil && strings.Contains(err.Error(), http.StatusText(http.StatusServiceUnavailable)) {
-				// Refused busy while rawSession's last answer was on
-				// its way back (see rawSession): try again.
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			held <- err
-			return
-		}
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__up__slow"})
+		held <- err
 	}()
 	for inFlight := false; !inFlight; time.Sleep(10 * time.Millisecond) { // the slow call holds the budget
 		select {
