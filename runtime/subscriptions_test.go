@@ -15,6 +15,7 @@ import (
 	"github.com/mcpledger/mcpledger/runtime"
 	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
+	"github.com/mcpledger/mcpledger/store"
 )
 
 // TestListChangesOn2026: a 2026-07-28 server's tool list changes reach the
@@ -91,32 +92,11 @@ func TestListenStreamReopened(t *testing.T) {
 	j, adapter := openJournal(t)
 	m := startAndWait(t, adapter, cfg, spec)
 	defer m.Close()
-	// The count is not in the view (waitFor looks again only when the
-	// view changes, and the second listen may come after its last change):
-	// poll it.
-	for deadline := time.Now().Add(15 * time.Second); listens.Load() < 2; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no second listen within 15 s; status %+v", m.Status())
-		}
-	}
+	awaitSecondListen(t, m, &listens)
 	if cut.Load() != 1 {
 		t.Fatalf("%d listen streams cut", cut.Load())
 	}
-	time.Sleep(100 * time.Millisecond) // the second listen is acknowledged
-	srv.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{}, nil
-	})
-	waitFor(t, m, "the tool added after the cut", func(v *runtime.View) bool {
-		_, ok := v.Tool("mcp__web__late")
-		return ok
-	})
-	var triggers []string
-	for _, l := range payloadsOf[*events.ToolsListed](sessionEvents(t, j, m.Session()), "web") {
-		triggers = append(triggers, l.Trigger)
-	}
-	if !inOrder(triggers, "initial", "listen_reopened", "list_changed") {
-		t.Errorf("listings %v, want initial, listen_reopened, then list_changed", triggers)
-	}
+	lateToolAfterListen(t, m, j, srv, "web")
 	if st := state(m.Snapshot(), "web"); st.State != events.StateReady || st.Attempt != 1 {
 		t.Errorf("web is %+v, want ready on attempt 1 (the stream is reopened, not the session)", st)
 	}
@@ -153,30 +133,45 @@ func TestListenEndedOverTheWire(t *testing.T) {
 	if pv := state(m.Snapshot(), "mem").ProtocolVersion; pv != "2026-07-28" {
 		t.Fatalf("mem speaks %q", pv)
 	}
-	// The count is not in the view (waitFor looks again only when the
-	// view changes, and the second listen may come after its last change):
-	// poll it.
+	awaitSecondListen(t, m, &listens)
+	lateToolAfterListen(t, m, j, srv, "mem")
+	if res, err := m.CallTool(t.Context(), "mcp__mem__echo", map[string]any{"message": "still"}); err != nil || res.IsError {
+		t.Errorf("call after the listen was replaced: %v %+v", err, res)
+	}
+}
+
+// awaitSecondListen waits for the server to see a second
+// subscriptions/listen. The count is not in the view (waitFor looks again
+// only when the view changes, and the second listen may come after its
+// last change): it is polled.
+func awaitSecondListen(t *testing.T, m *runtime.Manager, listens *atomic.Int32) {
+	t.Helper()
 	for deadline := time.Now().Add(15 * time.Second); listens.Load() < 2; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no second listen within 15 s; status %+v", m.Status())
 		}
 	}
+}
+
+// lateToolAfterListen adds a tool to server's srv once the runtime's own
+// listen is open, and checks that it reaches the catalog and that the
+// server was listed initially, on the listen's reopening, then on the
+// change.
+func lateToolAfterListen(t *testing.T, m *runtime.Manager, j *store.Journal, srv *mcp.Server, server string) {
+	t.Helper()
 	time.Sleep(100 * time.Millisecond) // the second listen is acknowledged
 	srv.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{}, nil
 	})
-	waitFor(t, m, "the tool added after the listen ended", func(v *runtime.View) bool {
-		_, ok := v.Tool("mcp__mem__late")
+	waitFor(t, m, "the tool added after the listen was replaced", func(v *runtime.View) bool {
+		_, ok := v.Tool("mcp__" + server + "__late")
 		return ok
 	})
 	var triggers []string
-	for _, l := range payloadsOf[*events.ToolsListed](sessionEvents(t, j, m.Session()), "mem") {
+	for _, l := range payloadsOf[*events.ToolsListed](sessionEvents(t, j, m.Session()), server) {
 		triggers = append(triggers, l.Trigger)
 	}
 	if !inOrder(triggers, "initial", "listen_reopened", "list_changed") {
 		t.Errorf("listings %v, want initial, listen_reopened, then list_changed", triggers)
-	}
-	if res, err := m.CallTool(t.Context(), "mcp__mem__echo", map[string]any{"message": "still"}); err != nil || res.IsError {
-		t.Errorf("call after the listen was replaced: %v %+v", err, res)
 	}
 }

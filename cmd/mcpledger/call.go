@@ -163,22 +163,28 @@ func (c *CallCommand) traceContext(flag string) (traceparent, tracestate string,
 func decodeCallReply(raw json.RawMessage) (out *rt.CallResult, legacy bool, err error) {
 	var reply control.CallReply
 	if err := json.Unmarshal(raw, &reply); err != nil {
-		return nil, false, fmt.Errorf("call: decode result: %w", err)
+		return nil, false, undecodableReply(err)
 	}
 	res := &mcp.CallToolResult{}
 	if len(reply.Result) > 0 {
 		if err := json.Unmarshal(reply.Result, res); err != nil {
-			return nil, false, fmt.Errorf("call: decode result: %w", err)
+			return nil, false, undecodableReply(err)
 		}
 		return &rt.CallResult{Result: res, Signals: reply.Signals,
 			Rendered: guard.Rendered{Text: reply.Text, Chars: reply.Chars, Cut: reply.Cut, Bytes: reply.Bytes}}, false, nil
 	}
 	if err := json.Unmarshal(raw, res); err != nil {
-		return nil, false, fmt.Errorf("call: decode result: %w", err)
+		return nil, false, undecodableReply(err)
 	}
 	out = &rt.CallResult{Result: res, Rendered: guard.RenderResult(res, guard.DefaultMaxResultChars)}
 	out.Signals = guard.DetectInjection(out.Text)
 	return out, true, nil
+}
+
+// undecodableReply is the error of a running mcpledger's answer to a call
+// that does not decode.
+func undecodableReply(err error) error {
+	return fmt.Errorf("call: the running mcpledger's answer does not decode (%w): see mcpledger status, and restart it if it runs another version", err)
 }
 
 // printResult writes res rendered as an agent would get it: text blocks

@@ -146,14 +146,7 @@ exit 0
 // network namespace.
 func TestClientConformance(t *testing.T) {
 	peers := peersDir(t, conformance2026CLI, conformanceCLI, node22)
-	for _, tool := range []string{"unshare", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: the harness runs in a private network namespace", tool)
-		}
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a private network namespace (unshare -n)")
-	}
+	needNetns(t)
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
 	work := filepath.Join(dir, "work")

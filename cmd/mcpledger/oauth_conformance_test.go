@@ -98,14 +98,7 @@ exit 0
 // (.ci/peers.sh) and root for a private network namespace.
 func TestOAuthConformance(t *testing.T) {
 	peers := peersDir(t, conformanceCLI, node22)
-	for _, tool := range []string{"unshare", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: the harness runs in a private network namespace", tool)
-		}
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a private network namespace (unshare -n)")
-	}
+	needNetns(t)
 	dir := t.TempDir()
 	bin := buildBinary(t, dir)
 	work := filepath.Join(dir, "work")

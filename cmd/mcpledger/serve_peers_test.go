@@ -262,14 +262,7 @@ func TestServeConformance2026(t *testing.T) {
 // failed check.
 func runServeConformance(t *testing.T, peers, cli, version, args string, min int) {
 	t.Helper()
-	for _, tool := range []string{"unshare", "ip"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: the suite runs in a private network namespace", tool)
-		}
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for a private network namespace (unshare -n)")
-	}
+	needNetns(t)
 	bin, cfg, env := peerSetupVersion(t, peers, version)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -293,5 +286,20 @@ func runServeConformance(t *testing.T, peers, cli, version, args string, min int
 	if err != nil || len(found) < min {
 		serveLog, _ := os.ReadFile(filepath.Join(filepath.Dir(cfg), "serve.log"))
 		t.Fatalf("suite: %v, %d scenarios\n%s\nserve log:\n%s", err, len(found), trim(string(out)), trim(string(serveLog)))
+	}
+}
+
+// needNetns skips the test unless it can run a conformance harness in a
+// private network namespace (its scenario servers bind every
+// interface): unshare and ip installed, and root.
+func needNetns(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found: the harness runs in a private network namespace", tool)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a private network namespace (unshare -n)")
 	}
 }
