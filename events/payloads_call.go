@@ -83,6 +83,12 @@ type CallDecided struct {
 	Policy  string `msgpack:"policy" json:"policy"`
 	DefHash string `msgpack:"def_hash,omitempty" json:"def_hash,omitempty"`
 	Reason  string `msgpack:"reason,omitempty" json:"reason,omitempty"`
+	// TraceParent and TraceState are the W3C trace context the caller
+	// made the call in, as on [CallStarted] (since 2026-11-27; "" when
+	// none, and in journals written before): a denied call, which has no
+	// call.started, joins the caller's trace by them.
+	TraceParent string `msgpack:"trace_parent,omitempty" json:"trace_parent,omitempty"`
+	TraceState  string `msgpack:"trace_state,omitempty" json:"trace_state,omitempty"`
 }
 
 // CallFinished records the result of a call.
