@@ -8,6 +8,7 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/guard"
+	"github.com/mcpledger/mcpledger/tracectx"
 )
 
 // policyFor returns the policy for tool of a server with settings cs:
@@ -70,6 +71,7 @@ func (m *Manager) approve(ctx context.Context, cl *call) (decision, error) {
 	}
 	d := &events.CallDecided{CallID: cl.id, Tool: cl.entry.Tool, Name: cl.name, Policy: string(pol),
 		DefHash: cl.entry.DefHash, Decision: events.CallDeny}
+	d.TraceParent, d.TraceState = tracectx.Format(cl.caller) // a denied call joins the caller's trace too
 	switch {
 	case pol == config.PolicyNever:
 		d.By, d.Reason = "policy", "the call policy for this tool is never"

@@ -15,8 +15,9 @@ import (
 // CallToolWith takes the caller's span from ctx, as OpenTelemetry carries
 // it (trace.SpanContextFromContext: a span the caller's tracer started, or
 // a remote one [WithTraceContext] put there from a traceparent). The call
-// records it on its call.started (TraceParent, TraceState: the
-// caller's span, which export/otlp makes the parent of the call's span),
+// records it on its call.started and call.decided (TraceParent,
+// TraceState: the caller's span, which export/otlp makes the parent of
+// the call's span, a denied call's too),
 // and sends the upstream server, in the request's params._meta, the same
 // trace with the ledger's span of the call as parent
 // (tracectx.Upstream), so that a server that traces joins the trace under

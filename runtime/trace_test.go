@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/config"
 	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 	"github.com/mcpledger/mcpledger/tracectx"
 )
@@ -143,5 +146,77 @@ func TestTracedCallRetried(t *testing.T) {
 		if _, want := tracectx.CallIDs(m.Session(), id); up.TraceID() != caller.TraceID() || up.SpanID() != want {
 			t.Errorf("try %d upstream traceparent %q; want the caller's trace with the span of call %s as parent", i+1, parents[i], id)
 		}
+	}
+}
+
+// TestDecidedCallInCallersTrace: a call decided before it starts records
+// the caller's span on its call.decided, as a started call does on
+// call.started, so that export/otlp puts a denied call (which has no
+// call.started) in the caller's trace: denied by the policy (never), by
+// the approver, or allowed by it. A call outside any trace records none.
+func TestDecidedCallInCallersTrace(t *testing.T) {
+	j, adapter := openJournal(t)
+	srv := newCounting(t)
+	opts := fastOpts(configOf())
+	opts.InProcess = map[string]*mcp.Server{"mem": srv.srv}
+	opts.CallPolicy = config.PolicyAsk
+	opts.Approver = func(_ context.Context, req runtime.ApprovalRequest) (runtime.Approval, error) {
+		return runtime.Approval{Allow: strings.Contains(string(req.Args), "allow"), By: "alice"}, nil
+	}
+	m, _ := runtime.New(adapter, opts)
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	traced, _ := runtime.WithTraceContext(t.Context(), clientParent, "congo=t61rcWkgMzE")
+	for _, tc := range []struct {
+		ctx     context.Context
+		message string
+		parent  string
+		state   string
+	}{
+		{traced, "deny", clientParent, "congo=t61rcWkgMzE"},
+		{traced, "allow", clientParent, "congo=t61rcWkgMzE"},
+		{t.Context(), "deny", "", ""},
+	} {
+		_, err := m.CallTool(tc.ctx, "mcp__mem__echo", map[string]any{"message": tc.message})
+		if tc.message == "deny" != errors.Is(err, runtime.ErrCallDenied) {
+			t.Fatalf("%s: %v", tc.message, err)
+		}
+		var d *events.CallDecided
+		for _, e := range sessionEvents(t, j, m.Session()) {
+			if p, ok := e.Payload.(*events.CallDecided); ok {
+				d = p // the last one: this call's
+			}
+		}
+		if d == nil || d.TraceParent != tc.parent || d.TraceState != tc.state {
+			t.Errorf("%s in trace %q: call.decided %+v; want trace_parent %q, trace_state %q", tc.message, tc.parent, d, tc.parent, tc.state)
+		}
+	}
+	// The policy never denies without asking: the same.
+	m.Close()
+	j2, adapter2 := openJournal(t)
+	opts = fastOpts(configOf())
+	opts.InProcess = map[string]*mcp.Server{"mem": newCounting(t).srv}
+	opts.CallPolicy = config.PolicyNever
+	m2, _ := runtime.New(adapter2, opts)
+	if _, err := m2.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if _, err := m2.CallTool(traced, "mcp__mem__echo", map[string]any{"message": "x"}); !errors.Is(err, runtime.ErrCallDenied) {
+		t.Fatalf("policy never: %v", err)
+	}
+	var ds []*events.CallDecided
+	for _, e := range sessionEvents(t, j2, m2.Session()) {
+		if p, ok := e.Payload.(*events.CallDecided); ok {
+			ds = append(ds, p)
+		}
+	}
+	if len(ds) != 1 || ds[0].By != "policy" || ds[0].TraceParent != clientParent {
+		for _, d := range ds {
+			t.Errorf("policy never: call.decided %+v", *d)
+		}
+		t.Errorf("policy never: %d call.decided; want one, by policy, in trace %s", len(ds), clientParent)
 	}
 }
