@@ -19,9 +19,10 @@
 //     (also a span event). A denied call is a span of its decision.
 //     Arguments and results are never copied into a span: only their
 //     sizes. A call made in a caller's trace (the traceparent on its
-//     call.started) is a span of that trace, a child of the caller's
-//     span, with the span ID derived from its call ID: the parent the
-//     upstream server was told (tracectx).
+//     call.started, or on its call.decided: a denied call too) is a span
+//     of that trace, a child of the caller's span, with the span ID
+//     derived from its call ID: the parent the upstream server was told
+//     (tracectx).
 //   - each server connection is a span `connection {server}` from its
 //     transition to launching to the one to stopped or failed (or the
 //     session's end), each transition a span event.

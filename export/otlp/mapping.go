@@ -22,7 +22,8 @@ type Span struct {
 	TraceID trace.TraceID
 	SpanID  trace.SpanID
 	// Parent is the caller's span this one is a child of (a call made in
-	// the caller's trace: the traceparent on its call.started); not valid
+	// the caller's trace: the traceparent on its call.started, or on the
+	// call.decided of one denied); not valid
 	// for a root span.
 	Parent trace.SpanContext
 	Name   string
@@ -235,6 +236,10 @@ func (m *Mapper) callDecided(e events.Event, p *events.CallDecided, rec *Log) []
 	if p.Reason != "" {
 		c.span.Attrs = append(c.span.Attrs, attribute.String(keyDecisionReason, p.Reason))
 	}
+	// Decided in a trace of the caller's: a denied call, which has no
+	// call.started, joins it here; an allowed one's call.started says
+	// the same.
+	joinCaller(c, rec, p.TraceParent, p.TraceState)
 	if p.Decision != events.CallDeny {
 		return nil
 	}
@@ -266,13 +271,7 @@ func (m *Mapper) callStarted(e events.Event, p *events.CallStarted, rec *Log) {
 	if p.Caller != "" {
 		c.span.Attrs = append(c.span.Attrs, attribute.String(keyCaller, p.Caller))
 	}
-	if parent, ok := tracectx.Parse(p.TraceParent, p.TraceState); ok {
-		// Made in a trace of the caller's: the span joins it, as a child
-		// of the caller's span (the upstream server was told this span is
-		// its parent: tracectx.Upstream).
-		c.span.TraceID, c.span.Parent = parent.TraceID(), parent
-		rec.TraceID = parent.TraceID()
-	}
+	joinCaller(c, rec, p.TraceParent, p.TraceState)
 	if p.RetryOf != "" {
 		// A retry joins its first try's trace (the caller's, if any: the
 		// same as the retry's) and links that span.
@@ -287,6 +286,18 @@ func (m *Mapper) callStarted(e events.Event, p *events.CallStarted, rec *Log) {
 	}
 	if pr, ok := m.peers[connKey{e.Session, e.Server}]; ok {
 		c.span.Attrs = append(c.span.Attrs, peerAttrs(pr)...)
+	}
+}
+
+// joinCaller puts c's span, and rec, in the caller's trace that
+// traceparent and tracestate (a call.decided's or call.started's) name,
+// as a child of the caller's span (the upstream server was told c's span
+// is its parent: tracectx.Upstream); without a valid traceparent the
+// span keeps the ledger's own IDs.
+func joinCaller(c *openCall, rec *Log, traceparent, tracestate string) {
+	if parent, ok := tracectx.Parse(traceparent, tracestate); ok {
+		c.span.TraceID, c.span.Parent = parent.TraceID(), parent
+		rec.TraceID = parent.TraceID()
 	}
 }
 

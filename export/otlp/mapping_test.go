@@ -154,9 +154,11 @@ func callEvents() []events.Event {
 }
 
 // tracedEvents is one session whose calls were made in a caller's trace
-// (their call.started carries its traceparent): one that succeeds, one
-// retried, and one whose traceparent is malformed (the runtime never
-// journals one; a Mapper reading one makes a span of the ledger's own).
+// (their call.started, or call.decided, carries its traceparent): one
+// that succeeds, one retried, one whose traceparent is malformed (the
+// runtime never journals one; a Mapper reading one makes a span of the
+// ledger's own), one denied in the trace, one denied outside any, and
+// one approved in it.
 func tracedEvents() []events.Event {
 	sid := uuid.MustParse("01a20252-0000-7000-8000-000000000003")
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
@@ -181,6 +183,15 @@ func tracedEvents() []events.Event {
 	add(60, "gh", &events.CallStarted{CallID: "t4", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Size: 2}, Attempt: 2,
 		TraceParent: "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"})
 	add(70, "gh", &events.CallFinished{CallID: "t4", Outcome: events.OutcomeOK, Result: events.Blob{Size: 10}, DurationNs: 10e6})
+	add(72, "gh", &events.CallDecided{CallID: "t5", Tool: "delete", Name: "mcp__gh__delete", Decision: events.CallDeny, By: "policy",
+		Policy: "never", Reason: "the call policy for this tool is never", TraceParent: parent, TraceState: "congo=t61rcWkgMzE"})
+	add(74, "gh", &events.CallDecided{CallID: "t6", Tool: "delete", Name: "mcp__gh__delete", Decision: events.CallDeny, By: "approver:alice",
+		Policy: "ask"})
+	add(76, "gh", &events.CallDecided{CallID: "t7", Tool: "read", Name: "mcp__gh__read", Decision: events.CallAllow, By: "approver:alice",
+		Policy: "ask", TraceParent: parent})
+	add(77, "gh", &events.CallStarted{CallID: "t7", Tool: "read", Name: "mcp__gh__read", Args: events.Blob{Size: 2}, Attempt: 2,
+		Policy: "ask", ApprovedBy: "approver:alice", TraceParent: parent})
+	add(80, "gh", &events.CallFinished{CallID: "t7", Outcome: events.OutcomeOK, Result: events.Blob{Size: 10}, DurationNs: 3e6})
 	add(90, "", &events.SessionStopped{})
 	return out
 }
@@ -213,6 +224,56 @@ func TestMappingTraced(t *testing.T) {
 	for _, l := range logs[3:9] {
 		if l.TraceID != caller.TraceID() {
 			t.Errorf("log record %s: trace %s, want the caller's", l.EventName, l.TraceID)
+		}
+	}
+}
+
+// TestMappingDeniedInCallersTrace: a call denied in a caller's trace
+// (its call.decided carries the traceparent; it has no call.started) is
+// a span of that trace, a child of the caller's span, as a started call
+// is; one denied outside any trace keeps the ledger's own IDs. The log
+// record of a decision made in the trace, allowed or denied, carries the
+// caller's trace.
+func TestMappingDeniedInCallersTrace(t *testing.T) {
+	evs := tracedEvents()
+	spans, logs, _ := mapAll(evs)
+	caller, _ := tracectx.Parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "congo=t61rcWkgMzE")
+	sid := evs[0].Session
+	byCall := map[string]otlp.Span{}
+	for _, s := range spans {
+		for _, a := range s.Attrs {
+			if a.Key == "gen_ai.tool.call.id" {
+				byCall[a.Value.AsString()] = s
+			}
+		}
+	}
+	_, t5 := tracectx.CallIDs(sid, "t5")
+	s := byCall["t5"]
+	if s.TraceID != caller.TraceID() || s.SpanID != t5 || s.Parent.TraceID() != caller.TraceID() ||
+		s.Parent.SpanID() != caller.SpanID() || s.Parent.TraceState().String() != "congo=t61rcWkgMzE" {
+		t.Errorf("call denied in the caller's trace: span trace=%s span=%s parent %s/%s; want trace %s, span %s, parent %s",
+			s.TraceID, s.SpanID, s.Parent.TraceID(), s.Parent.SpanID(), caller.TraceID(), t5, caller.SpanID())
+	}
+	tid6, sid6 := tracectx.CallIDs(sid, "t6")
+	if s := byCall["t6"]; s.TraceID != tid6 || s.SpanID != sid6 || s.Parent.IsValid() {
+		t.Errorf("call denied outside any trace: span trace=%s span=%s parent %v; want the ledger's own %s/%s, no parent",
+			s.TraceID, s.SpanID, s.Parent.IsValid(), tid6, sid6)
+	}
+	_, t7 := tracectx.CallIDs(sid, "t7")
+	if s := byCall["t7"]; s.TraceID != caller.TraceID() || s.SpanID != t7 || s.Parent.SpanID() != caller.SpanID() {
+		t.Errorf("call approved in the caller's trace: span trace=%s span=%s parent %s", s.TraceID, s.SpanID, s.Parent.SpanID())
+	}
+	for i, e := range evs {
+		d, ok := e.Payload.(*events.CallDecided)
+		if !ok {
+			continue
+		}
+		want := caller.TraceID()
+		if d.CallID == "t6" {
+			want = tid6
+		}
+		if logs[i].TraceID != want {
+			t.Errorf("log record of %s's call.decided: trace %s, want %s", d.CallID, logs[i].TraceID, want)
 		}
 	}
 }
