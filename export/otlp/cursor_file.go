@@ -35,9 +35,19 @@ func (c FileCursor) Load(context.Context) (Position, bool, error) {
 	}
 	var f fileCursor
 	if err := json.Unmarshal(b, &f); err != nil || f.From == 0 || f.From > f.GPos+1 {
-		return Position{}, false, fmt.Errorf("%w: cursor file %s does not hold a position (%q): delete it to ship the journal again from its start", ErrConfig, c.Path, b)
+		return Position{}, false, fmt.Errorf("%w: cursor file %s does not hold a position (%q): if it is a ship's cursor, delete it to ship the journal again from its start; if not, name the file the ship keeps its cursor in", ErrConfig, c.Path, head(b))
 	}
 	return Position(f), true, nil
+}
+
+// head is the start of b, enough to recognize a file by in an error
+// (one named by mistake may be large: a journal).
+func head(b []byte) string {
+	const n = 32
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
 }
 
 // Save replaces the file with p.

@@ -1,9 +1,11 @@
 package otlp_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpledger/mcpledger/export/otlp"
@@ -36,6 +38,14 @@ func TestFileCursor(t *testing.T) {
 		if _, ok, err := c.Load(t.Context()); ok || !errors.Is(err, otlp.ErrConfig) {
 			t.Errorf("Load of %q: ok %v, %v; want ErrConfig", bad, ok, err)
 		}
+	}
+	// A file named by mistake (a journal, say) is refused in a short
+	// message that does not only say to delete it.
+	if err := os.WriteFile(c.Path, bytes.Repeat([]byte{0, 'x'}, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Load(t.Context()); !errors.Is(err, otlp.ErrConfig) || len(err.Error()) > 600 || !strings.Contains(err.Error(), "if not, name the file") {
+		t.Errorf("Load of a large file that is not a cursor: %d characters: %.300v", len(err.Error()), err)
 	}
 	if err := (otlp.FileCursor{Path: filepath.Join(dir, "missing", "c")}).Save(t.Context(), otlp.Position{GPos: 1, From: 2}); err == nil {
 		t.Error("Save into a missing folder succeeded")
