@@ -171,7 +171,7 @@ func kvKeys(kvs []events.KV) []string {
 // namedServer reports whether args name a server (a positional argument
 // that is not a flag's value): `status NAME` is `get NAME`.
 func namedServer(args []string) bool {
-	valued := map[string]bool{"journal": true, "workspace": true, "mcp-config": true, "allowed-servers": true}
+	valued := map[string]bool{"journal": true, "workspace": true, "mcp-config": true, "allowed-servers": true, "cursor": true}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {

@@ -117,6 +117,7 @@ Commands:
         variables apply): a span per call and connection, a log record per
         event, cumulative metrics folded from the journal, resent the same
         until acknowledged; --cursor FILE ships beside a running run or serve
+        (status --cursor FILE shows how far behind it is)
   verify [--drop-checkpoints]
         check every record (CRC, decode, gapless seqs, hash chains, indexes),
         every checkpoint against the events, and the archives the journal names

@@ -26,8 +26,9 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	if namedServer(args) { // status NAME: one server, as get NAME
 		return (&GetCommand{env: c.env}).Run(ctx, args)
 	}
-	f := c.env.newCommandFlags("status", "[--json]")
+	f := c.env.newCommandFlags("status", "[--cursor FILE] [--json]")
 	asJSON := f.Bool("json", false, `print {"session","servers":[…]}`)
+	cursorFile := f.String("cursor", "", "also show how far a mcpledger ship --cursor `FILE` is behind the journal")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -54,6 +55,12 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 		res.Servers = []projections.ServerStatus{}
 	}
 	res.Export = c.env.statusExportLag(ctx, f)
+	if *cursorFile != "" {
+		var err error
+		if res.ExportFile, err = c.env.statusFileExportLag(ctx, f, *cursorFile); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return writeJSON(c.env.stdout, res, false)
 	}
@@ -65,7 +72,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 	case res.Running:
 		fmt.Fprintf(c.env.stdout, "session %s (running)\n", res.Session)
 		printJournalHealth(c.env.stdout, res.Journal, now)
-		printExportLag(c.env.stdout, res.Export, now)
+		printExportLag(c.env.stdout, now, res.Export, res.ExportFile)
 		printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), res.Servers, now, "STATE")
 		printConfigSection(c.env.stdout, res.Config)
 		printNextStep(c.env.stdout, res.Servers, res.Config.Workspace)
@@ -82,7 +89,7 @@ func (c *StatusCommand) Run(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.env.stdout, "session %s did not stop: its process was killed or crashed after its last event, %s (%s ago); no mcpledger is running\n",
 			res.Session, formatTime(at.UnixNano()), now.Sub(at).Round(time.Second))
 	}
-	printExportLag(c.env.stdout, res.Export, now)
+	printExportLag(c.env.stdout, now, res.Export, res.ExportFile)
 	fmt.Fprintln(c.env.stdout, "its servers as they stood when it began to end:")
 	printStatus(c.env.stdout, c.env.styleFor(c.env.stdout), res.Servers, now, "AT THE END")
 	printConfigSection(c.env.stdout, res.Config)
@@ -122,6 +129,9 @@ type statusResult struct {
 	// Export is how far the journal's OTLP export is behind, when it
 	// has one (exportlag.go).
 	Export *exportLag `json:"export,omitempty"`
+	// ExportFile is how far the export of a ship --cursor FILE is
+	// behind, for status --cursor FILE.
+	ExportFile *exportLag `json:"export_file,omitempty"`
 }
 
 // ToolsCommand prints the tool catalog.
