@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
 // tracedStarts returns the trace_parent and trace_state of every
@@ -77,4 +80,45 @@ func TestCallTraceContext(t *testing.T) {
 	if got := tracedStarts(t, jp); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("call.started trace contexts through run %q, want %q", got, want)
 	}
+}
+
+// TestCallDeniedTraceContext: a `mcpledger call --traceparent` the call
+// policy denies (it never starts) journals the trace on its
+// call.decided, so that its span joins the trace as a started call's
+// does.
+func TestCallDeniedTraceContext(t *testing.T) {
+	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	dir := t.TempDir()
+	cfg := denyEchoConfig(t, dir)
+	jp := filepath.Join(dir, "journal.db")
+	r := runCLI(t, "call", "mcp__good__echo", "--args", `{"message":"m"}`, "--journal", jp, "--mcp-config", cfg, "--workspace", dir,
+		"--traceparent", parent)
+	if r.err == nil || !strings.Contains(r.err.Error()+r.stderr, "never") {
+		t.Fatalf("call under policy never: %v\n%s", r.err, r.stderr)
+	}
+	var got []string
+	for _, e := range journalEvents(t, jp) {
+		switch p := e.Payload.(type) {
+		case *events.CallDecided:
+			got = append(got, p.Decision+" "+p.TraceParent)
+		case *events.CallStarted:
+			t.Errorf("a denied call started: %+v", p)
+		}
+	}
+	if len(got) != 1 || got[0] != events.CallDeny+" "+parent {
+		t.Errorf("call.decided %q; want one, deny, in trace %s", got, parent)
+	}
+}
+
+// denyEchoConfig is faultConfig's healthy server "good" with its echo
+// tool under the call policy never.
+func denyEchoConfig(t *testing.T, dir string) string {
+	t.Helper()
+	cfg := faultConfig(t, dir, false)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"good": map[string]any{
+		"command": runtimetest.BuildServer(t), "toolPolicies": map[string]string{"echo": "never"}}}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/codes"
-
-	"github.com/mcpledger/mcpledger/runtime/runtimetest"
 )
 
 // TestServeDeniedCallToJaeger: a call the client makes in a span of its
@@ -25,12 +21,7 @@ func TestServeDeniedCallToJaeger(t *testing.T) {
 	}
 	jg := startJaeger(t)
 	dir := t.TempDir()
-	cfg := faultConfig(t, dir, false)
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"good": map[string]any{
-		"command": runtimetest.BuildServer(t), "toolPolicies": map[string]string{"echo": "never"}}}})
-	if err := os.WriteFile(cfg, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := denyEchoConfig(t, dir)
 	jp := filepath.Join(dir, "journal.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
