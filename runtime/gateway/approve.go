@@ -34,8 +34,8 @@ func (g *Gateway) approve(ctx context.Context, req runtime.ApprovalRequest) (run
 	if gc == nil {
 		return runtime.Approval{By: "gateway", Reason: "the call policy is ask and the call did not come through a gateway client that could be asked"}, nil
 	}
-	who := g.caller(gc.ss)
-	if c := capsOf(gc.ss); c.Elicitation == nil {
+	who := g.caller(gc.peer)
+	if c := capsOf(gc.peer); c.Elicitation == nil {
 		return runtime.Approval{By: "gateway", Reason: fmt.Sprintf("the call policy is ask: the call needs its user's approval, and the client (%s) did not declare the elicitation capability to ask for it; approve it with `mcpledger call`, or set the tool's policy to always", who)}, nil
 	}
 	by := "elicitation:" + strings.SplitN(who, " ", 2)[0]
@@ -53,7 +53,7 @@ func (g *Gateway) approve(ctx context.Context, req runtime.ApprovalRequest) (run
 		msg += "\nThe server marks this tool as destructive."
 	}
 	var res *mcp.ElicitResult
-	if inputRequired(gc.ss) {
+	if inputRequired(gc.peer) {
 		// A 2026-07-28 client is asked by an input_required result; its
 		// retry carries the answer (inputrequired.go).
 		if res = gc.answer; res == nil {

@@ -38,6 +38,10 @@ type exposedTool struct {
 	server  string
 	catalog string // the runtime.Manager's catalog name
 	fp      string // definition fingerprint: re-added when it changes
+	// paramHeaders: the input schema may declare x-mcp-header parameters,
+	// whose Mcp-Param-* headers go-sdk checks on a 2026-07-28 call (the
+	// fast path leaves those calls to it).
+	paramHeaders bool
 }
 
 // exposedItem is a resource, template or prompt the gateway serves, by
@@ -242,7 +246,7 @@ func (g *Gateway) syncTools(v *runtime.View) {
 			own := g.owner("tool", name, servers, cur.server, had)
 			e = es[slices.Index(servers, own)]
 		}
-		t := exposedTool{server: e.Server, catalog: e.Name, fp: toolFingerprint(e)}
+		t := exposedTool{server: e.Server, catalog: e.Name, fp: toolFingerprint(e), paramHeaders: mayDeclareParamHeaders(e.InputSchema)}
 		if cur, ok := g.tools[name]; ok && cur == t {
 			want[name] = t
 			continue
@@ -514,4 +518,11 @@ func (g *Gateway) startingServer(name string) (projections.ServerStatus, bool) {
 		}
 	}
 	return projections.ServerStatus{}, false
+}
+
+// mayDeclareParamHeaders reports whether schema (JSON) may declare an
+// x-mcp-header parameter: it names one, or holds a \u escape that could
+// spell one.
+func mayDeclareParamHeaders(schema string) bool {
+	return strings.Contains(schema, "x-mcp-header") || strings.Contains(schema, `\u`)
 }

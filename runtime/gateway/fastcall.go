@@ -56,6 +56,9 @@ type fastParams struct {
 	Arguments json.RawMessage            `json:"arguments"`
 	Meta      map[string]json.RawMessage `json:"_meta"`
 	RequestID json.RawMessage            `json:"requestId"` // notifications/cancelled
+	// A retry after input_required (2026-07-28): go-sdk's path resumes it.
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   json.RawMessage `json:"requestState"`
 }
 
 // fastCalls are the fast calls in flight, for notifications/cancelled.
@@ -162,7 +165,7 @@ func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.Serv
 	case req.Method != "tools/call" || !validID(req.ID) || p.Name == "":
 		return false
 	}
-	if _, ok := p.Meta["progressToken"]; ok {
+	if _, ok := p.Meta["progressToken"]; ok || len(p.InputResponses) > 0 || len(p.RequestState) > 0 {
 		return false
 	}
 	k := fastKey{ss.ID(), string(req.ID)}
@@ -179,21 +182,41 @@ func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.Serv
 		tctx := traced(ctx, metaString(p.Meta, keyTraceparent), metaString(p.Meta, keyTracestate), r.Header)
 		res, err = g.call(tctx, ss, p.Name, p.Arguments, nil, nil)
 	}
-	if err == nil && res.Content == nil {
+	writeAnswer(w, req.ID, res, "", err)
+	return true
+}
+
+// writeAnswer writes the JSON-RPC response of request id, the call's
+// result res (with resultType rt, if not "": a 2026-07-28 request) or its
+// error err, as go-sdk would encode them, as one application/json
+// response: of status 200, or for a 2026-07-28 request's error the status
+// SEP-2575 gives its code (go-sdk's extractErrorStatus).
+func writeAnswer(w http.ResponseWriter, id json.RawMessage, res *mcp.CallToolResult, rt string, err error) {
+	if err == nil && res.Content == nil && rt != resultInputRequired {
 		r2 := *res
 		r2.Content = []mcp.Content{} // as go-sdk answers: not null
 		res = &r2
 	}
 	var out bytes.Buffer
 	out.WriteString(`{"jsonrpc":"2.0","id":`)
-	out.Write(req.ID)
+	out.Write(id)
 	head := out.Len()
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false) // as go-sdk encodes
 	if err == nil {
 		out.WriteString(`,"result":`)
 		err = enc.Encode(res)
+		if err == nil && rt != "" {
+			// go-sdk sets a 2026-07-28 result's resultType in a field of
+			// its own (unexported): added here, in the object's last place.
+			out.Truncate(out.Len() - 2) // "}\n"
+			if out.Bytes()[out.Len()-1] != '{' {
+				out.WriteByte(',')
+			}
+			out.WriteString(`"resultType":"` + rt + "\"}\n")
+		}
 	}
+	status := http.StatusOK
 	if err != nil {
 		out.Truncate(head)
 		var je *jsonrpc.Error
@@ -202,16 +225,34 @@ func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.Serv
 		}
 		out.WriteString(`,"error":`)
 		_ = enc.Encode(je)
+		if rt != "" {
+			status = errorStatus2026(je.Code)
+		}
 	}
 	// Encode ended the value with a newline: close the object after it.
 	out.Truncate(out.Len() - 1)
 	out.WriteString("}\n")
 	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
+	if status == http.StatusOK {
+		h.Set("Cache-Control", "no-cache, no-transform")
+	}
 	h.Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	_, _ = w.Write(out.Bytes())
-	return true
+}
+
+// errorStatus2026 is the HTTP status of a 2026-07-28 response carrying a
+// JSON-RPC error of code (SEP-2575): 404 for a method not found, 400 for
+// invalid params, an unsupported protocol version or a missing client
+// capability, 200 otherwise.
+func errorStatus2026(code int64) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // validID reports whether id, valid JSON, is a JSON-RPC request ID the

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -95,6 +96,70 @@ func TestFastEligible(t *testing.T) {
 	} {
 		if got := fastEligible(req(tc.h), tc.ss); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestErrorStatus2026(t *testing.T) {
+	for code, want := range map[int64]int{
+		-32601: http.StatusNotFound, -32602: http.StatusBadRequest, -32021: http.StatusBadRequest, -32022: http.StatusBadRequest,
+		-32603: http.StatusOK, -32600: http.StatusOK, 0: http.StatusOK,
+	} {
+		if got := errorStatus2026(code); got != want {
+			t.Errorf("errorStatus2026(%d) = %d, want %d", code, got, want)
+		}
+	}
+}
+
+// A 2026-07-28 request's _meta is read as go-sdk reads it: the
+// capabilities (roots as their own object) and the client's name; what
+// go-sdk would refuse or read otherwise is left to it.
+func TestSessionlessClient(t *testing.T) {
+	meta := func(s string) map[string]json.RawMessage {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	cl, ok := sessionlessClient(meta(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"elicitation":{}},
+		"io.modelcontextprotocol/clientInfo":{"name":"c","version":"2"}}`))
+	if !ok {
+		t.Fatal("a complete _meta is left to go-sdk")
+	}
+	ip := cl.InitializeParams()
+	if ip.ProtocolVersion != "2026-07-28" || ip.ClientInfo == nil || ip.ClientInfo.Name != "c" || ip.Capabilities.Elicitation == nil ||
+		ip.Capabilities.RootsV2 == nil || !ip.Capabilities.Roots.ListChanged || ip.Capabilities.Sampling != nil || cl.ID() != "" {
+		t.Errorf("read as %+v %+v", ip, ip.Capabilities)
+	}
+	if cl, ok := sessionlessClient(meta(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`)); !ok || cl.InitializeParams().ClientInfo != nil {
+		t.Errorf("no clientInfo: %v %+v", ok, cl)
+	}
+	for _, m := range []string{
+		`{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}`,
+		`{"io.modelcontextprotocol/protocolVersion":2026,"io.modelcontextprotocol/clientCapabilities":{}}`,
+		`{"io.modelcontextprotocol/clientCapabilities":{}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":3}}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":7}}`,
+	} {
+		if _, ok := sessionlessClient(meta(m)); ok {
+			t.Errorf("%s: not left to go-sdk", m)
+		}
+	}
+}
+
+func TestMayDeclareParamHeaders(t *testing.T) {
+	for schema, want := range map[string]bool{
+		`{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}`:      true,
+		`{"type":"object","properties":{"r":{"type":"string","x\u002dmcp-header":"R"}}}`: true,
+		`{"type":"object","properties":{"r":{"type":"string"}}}`:                         false,
+	} {
+		if got := mayDeclareParamHeaders(schema); got != want {
+			t.Errorf("%s: %v, want %v", schema, got, want)
 		}
 	}
 }

@@ -271,7 +271,7 @@ func (g *Gateway) downstreamProgress(ctx context.Context, req *mcp.ProgressNotif
 // A client of 2026-07-28 takes no requests (only input_required results,
 // which a server of 2025-11-25 does not send): it is never picked.
 func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, *gwCall, error) {
-	able := func(ss *mcp.ServerSession) bool { return !inputRequired(ss) && has(capsOf(ss)) }
+	able := func(c client) bool { return !inputRequired(c) && has(capsOf(c)) }
 	g.mu.Lock()
 	calls := g.inflight[server]
 	var newest *gwCall
@@ -279,16 +279,16 @@ func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabil
 		newest = calls[n-1]
 	}
 	for i := len(calls) - 1; i >= 0; i-- {
-		if able(calls[i].ss) {
+		if able(calls[i].peer) { // a 2025-11-25 client: gc.ss is its session
 			gc := calls[i]
 			g.mu.Unlock()
 			return gc.ss, gc, nil
 		}
 	}
 	g.mu.Unlock()
-	ss := (*mcp.ServerSession)(nil)
+	var who client
 	if newest != nil {
-		ss = newest.ss
+		who = newest.peer
 	} else {
 		var all []*mcp.ServerSession
 		for s := range g.server.Sessions() {
@@ -298,22 +298,22 @@ func (g *Gateway) downstreamFor(server, what string, has func(*mcp.ClientCapabil
 			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
 				"mcpledger: server %q asked for %s with no tool call of it in flight, and %d clients are connected to the gateway: there is no client to ask", server, what, len(all))}
 		}
-		ss = all[0]
-		if able(ss) {
-			return ss, nil, nil
+		if able(all[0]) {
+			return all[0], nil, nil
 		}
+		who = all[0]
 	}
-	if inputRequired(ss) {
+	if inputRequired(who) {
 		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
 			"mcpledger: server %q asked for %s by a request, but the client (%s) speaks MCP 2026-07-28, which takes only input_required results; "+
-				"the request was refused: if the server speaks 2026-07-28, set its \"protocolVersion\" to \"2026-07-28\" (or \"auto\")", server, what, g.caller(ss))}
+				"the request was refused: if the server speaks 2026-07-28, set its \"protocolVersion\" to \"2026-07-28\" (or \"auto\")", server, what, g.caller(who))}
 	}
 	return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
-		"mcpledger: server %q asked for %s, but the client (%s) did not declare the %s capability; the request was refused", server, what, g.caller(ss), what)}
+		"mcpledger: server %q asked for %s, but the client (%s) did not declare the %s capability; the request was refused", server, what, g.caller(who), what)}
 }
 
-func capsOf(ss *mcp.ServerSession) *mcp.ClientCapabilities {
-	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+func capsOf(c client) *mcp.ClientCapabilities {
+	if ip := c.InitializeParams(); ip != nil && ip.Capabilities != nil {
 		return ip.Capabilities
 	}
 	return &mcp.ClientCapabilities{}

@@ -157,10 +157,34 @@ type Gateway struct {
 	levelSent map[string]int            // server → attempt the level was sent to
 	rej       rejectLimiter
 	stateKey  [32]byte // seals the requestState of input_required results
+
+	impl       *mcp.Implementation // the gateway's name and version, as its server says them
+	noFast2026 bool                // tests: every 2026-07-28 call through go-sdk's stateless handler
 }
+
+// client is the client a call is made for, as the gateway needs to know
+// it: its version, capabilities and name (InitializeParams) and its
+// session's ID. A *mcp.ServerSession is one (a session, or a 2026-07-28
+// request go-sdk serves with a session of its own); so is sessionless, a
+// 2026-07-28 request the fast path answers (fastcall2026.go).
+type client interface {
+	InitializeParams() *mcp.InitializeParams
+	ID() string
+}
+
+// sessionless is a 2026-07-28 client the fast path answers: what its
+// request's _meta declares, and no session.
+type sessionless struct{ ip *mcp.InitializeParams }
+
+func (s sessionless) InitializeParams() *mcp.InitializeParams { return s.ip }
+func (sessionless) ID() string                                { return "" }
 
 // gwCall is a tool call in flight through the gateway.
 type gwCall struct {
+	// peer is the call's client; ss its go-sdk session, to which requests
+	// and notifications are forwarded (nil for a sessionless one, which
+	// takes none: its client speaks 2026-07-28).
+	peer   client
 	ss     *mcp.ServerSession
 	server string
 	token  any // the client's progress token, or nil
@@ -210,7 +234,8 @@ func New(opts *Options) *Gateway {
 		inflight: map[string][]*gwCall{}, progress: map[string]*gwCall{}, upTokens: map[string]*upstreamToken{},
 		subs: map[exposedItem]int{}, levelSent: map[string]int{}}
 	_, _ = rand.Read(g.stateKey[:]) // never fails (crypto/rand)
-	g.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
+	g.impl = &mcp.Implementation{Name: o.Name, Version: o.Version}
+	g.server = mcp.NewServer(g.impl, &mcp.ServerOptions{
 		Instructions: o.Instructions,
 		Logger:       o.Logger,
 		// The catalog changes while clients are connected: advertise every
@@ -414,14 +439,15 @@ func (g *Gateway) initialized(_ context.Context, req *mcp.InitializedRequest) {
 // session=ID" for a session, and for a client of 2026-07-28 (no session)
 // "name/version mcp=VERSION caps=…", the version and the capabilities
 // (of those the gateway acts on) its request declared.
-func (g *Gateway) caller(ss *mcp.ServerSession) string {
-	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= protocolVersion2026 {
+func (g *Gateway) caller(c client) string {
+	if ip := c.InitializeParams(); ip != nil && ip.ProtocolVersion >= protocolVersion2026 {
 		name, ver := "unknown", ""
 		if ip.ClientInfo != nil {
 			name, ver = ip.ClientInfo.Name, ip.ClientInfo.Version
 		}
 		return fmt.Sprintf("%s/%s mcp=%s caps=%s", guard.OneLine(name), guard.OneLine(ver), guard.OneLine(ip.ProtocolVersion), capNames(ip.Capabilities))
 	}
+	ss, _ := c.(*mcp.ServerSession)
 	g.mu.Lock()
 	who, ok := g.callers[ss]
 	g.mu.Unlock()
@@ -429,10 +455,10 @@ func (g *Gateway) caller(ss *mcp.ServerSession) string {
 		return who
 	}
 	name := "unknown"
-	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+	if ip := c.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 		name = guard.OneLine(ip.ClientInfo.Name) + "/" + guard.OneLine(ip.ClientInfo.Version)
 	}
-	return name + " session=" + ss.ID()
+	return name + " session=" + c.ID()
 }
 
 // capNames lists the client capabilities the gateway acts on that c
@@ -464,11 +490,11 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 }
 
 // call makes a client's call of the exposed tool name with args (raw
-// JSON; none if empty) for session ss, token its progress token (nil if
+// JSON; none if empty) for client cl, token its progress token (nil if
 // it asked for none), in (nil: none) the inputResponses and requestState
 // of a client's retry (inputrequired.go), and answers it guarded. Both
 // call paths end here: go-sdk's (callTool) and the fast one (fastcall.go).
-func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, rawArgs json.RawMessage, token any, in *round) (*mcp.CallToolResult, error) {
+func (g *Gateway) call(ctx context.Context, cl client, name string, rawArgs json.RawMessage, token any, in *round) (*mcp.CallToolResult, error) {
 	m := g.m.Load()
 	g.mu.Lock()
 	t, ok := g.tools[name]
@@ -480,12 +506,13 @@ func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, 
 	defer cancel()
 	stop := context.AfterFunc(g.ctx, cancel) // Close cancels calls in flight
 	defer stop()
-	rd := &round{caps: capsOf(ss)}
+	rd := &round{caps: capsOf(cl)}
 	if in != nil {
 		rd.logLevel = in.logLevel
 	}
-	gc := &gwCall{ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx),
-		logs: rd.logLevel != nil && inputRequired(ss)}
+	ss, _ := cl.(*mcp.ServerSession)
+	gc := &gwCall{peer: cl, ss: ss, server: t.server, token: token, rel: context.WithoutCancel(ctx),
+		logs: rd.logLevel != nil && inputRequired(cl)}
 	if in != nil && (in.state != "" || len(in.responses) > 0) {
 		if err := g.resume(gc, rd, name, rawArgs, in); err != nil {
 			return nil, err
@@ -498,9 +525,9 @@ func (g *Gateway) call(ctx context.Context, ss *mcp.ServerSession, name string, 
 	if len(rawArgs) > 0 {
 		args = rawArgs
 	}
-	direct := !inputRequired(ss) // asked by server-to-client requests
+	direct := !inputRequired(cl) // asked by server-to-client requests
 	for n := 1; ; n++ {
-		r, err := m.CallToolWith(withRound(ctx, rd), t.catalog, args, &runtime.CallOptions{Caller: g.caller(ss), Wrap: g.opts.Wrap})
+		r, err := m.CallToolWith(withRound(ctx, rd), t.catalog, args, &runtime.CallOptions{Caller: g.caller(cl), Wrap: g.opts.Wrap})
 		g.linger(gc)
 		if gc.ask != nil && errors.As(err, new(*runtime.DeniedError)) {
 			// A 2026-07-28 client's user is asked for approval.

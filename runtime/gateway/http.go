@@ -224,6 +224,15 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, hs handle
 		return
 	}
 	if routeSessionless(r, body, opts.MaxBodyBytes) {
+		if r.ContentLength >= 0 && !g.noFast2026 && fast2026Eligible(r) {
+			buf, err := readBody(body, r.ContentLength)
+			if err == nil && g.serveFast2026(w, r, buf) {
+				return
+			}
+			// go-sdk's to answer: it reads the same bytes, and the same
+			// error after them.
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), errReader{err}))
+		}
 		if isListen(r) {
 			if !hs.listens.take() {
 				setRetryAfter(w.Header())

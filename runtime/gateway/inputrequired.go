@@ -161,10 +161,10 @@ func (rd *round) meta(meta mcp.Meta) mcp.Meta {
 // metaLogLevel is the _meta key of a 2026-07-28 request's log level.
 const metaLogLevel = "io.modelcontextprotocol/logLevel"
 
-// inputRequired reports whether ss's client takes input_required results
-// (it speaks 2026-07-28 or later).
-func inputRequired(ss *mcp.ServerSession) bool {
-	ip := ss.InitializeParams()
+// inputRequired reports whether c takes input_required results (it speaks
+// 2026-07-28 or later).
+func inputRequired(c client) bool {
+	ip := c.InitializeParams()
 	return ip != nil && ip.ProtocolVersion >= protocolVersion2026
 }
 
@@ -210,9 +210,9 @@ func (g *Gateway) forwardSamplingWithTools(ctx context.Context, server string, p
 
 // forwardRoots asks the client of the call gc for its roots.
 func (g *Gateway) forwardRoots(ctx context.Context, gc *gwCall, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
-	if c := capsOf(gc.ss); c.RootsV2 == nil && !c.Roots.ListChanged {
+	if c := capsOf(gc.peer); c.RootsV2 == nil && !c.Roots.ListChanged {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(
-			"mcpledger: server %q asked for the client's roots, but the client (%s) did not declare the roots capability; the request was refused", gc.server, g.caller(gc.ss))}
+			"mcpledger: server %q asked for the client's roots, but the client (%s) did not declare the roots capability; the request was refused", gc.server, g.caller(gc.peer))}
 	}
 	ctx, cancel := g.forwardContext(ctx, gc, g.opts.ForwardTimeout)
 	defer cancel()
