@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"fsm":         {"events", "github.com/looplab/fsm"},
 	"store":       {"events", "go.etcd.io/bbolt", "github.com/google/uuid"},
 	"projections": {"events"},
-	"runtime": {"events", "fsm", "projections", "runtime/config", "runtime/guard", "runtime/internal", "runtime/oauth", "tracectx",
+	"runtime": {"events", "fsm", "projections", "runtime/config", "runtime/guard", "runtime/internal", "runtime/internal/sdkjson", "runtime/oauth", "tracectx",
 		"github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid", "golang.org/x/sys", "go.opentelemetry.io/otel/trace"},
 	// config: sources, precedence, parsing, expansion, watching; it
 	// redacts what it journals with guard, and knows nothing of the Manager.
@@ -43,12 +43,15 @@ var allowed = map[string][]string{
 	// gateway: `mcpledger serve`, over runtime's exported API; only cmd
 	// imports it. oauth: sign-in, token store, refresh and revoke for
 	// remote servers; it journals nothing and knows nothing of the Manager.
-	"runtime/gateway":     {"events", "projections", "runtime", "runtime/guard", "github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid"},
-	"runtime/guard":       {"events", "runtime/internal", "github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go"},
-	"runtime/internal":    {},
-	"runtime/oauth":       {"github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
-	"runtime/runtimetest": {"*"}, // test servers and helpers
-	"replay":              {"events", "fsm", "projections", "github.com/google/uuid"},
+	"runtime/gateway":  {"events", "projections", "runtime", "runtime/guard", "runtime/internal/sdkjson", "github.com/modelcontextprotocol/go-sdk", "github.com/google/uuid"},
+	"runtime/guard":    {"events", "runtime/internal", "github.com/modelcontextprotocol/go-sdk/mcp", "github.com/google/jsonschema-go"},
+	"runtime/internal": {},
+	// sdkjson: JSON decoded as go-sdk decodes it (segmentio's decoder, keys
+	// matched exactly), for the call path's hot decodings.
+	"runtime/internal/sdkjson": {"github.com/segmentio/encoding"},
+	"runtime/oauth":            {"github.com/modelcontextprotocol/go-sdk", "golang.org/x/oauth2"},
+	"runtime/runtimetest":      {"*"}, // test servers and helpers
+	"replay":                   {"events", "fsm", "projections", "github.com/google/uuid"},
 	// export/otlp: the journal as OpenTelemetry spans, logs and metrics, shipped
 	// with the official SDK's OTLP exporters; it writes no event.
 	"export/otlp": {"events", "tracectx", "github.com/google/uuid", "go.opentelemetry.io/otel"},

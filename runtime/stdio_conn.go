@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/mcpledger/mcpledger/runtime/internal/sdkjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -112,7 +113,7 @@ func decodeLine(line []byte) (jsonrpc.Message, error) {
 		return nil, errors.New("runtime: the server sent a JSON-RPC batch, which MCP 2025-06-18 and later do not allow")
 	}
 	var w lineWire
-	if err := json.Unmarshal(line, &w); err != nil {
+	if err := sdkjson.Unmarshal(line, &w); err != nil { // as go-sdk decodes
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	if w.Version != "2.0" {

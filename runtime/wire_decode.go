@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 
+	"github.com/mcpledger/mcpledger/runtime/internal/sdkjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -45,7 +46,7 @@ var completeResult = func() mcp.CallToolResult {
 // other type or with other keys (annotations, _meta), is left to go-sdk.
 func decodeTextResult(raw []byte) *mcp.CallToolResult {
 	var top map[string]json.RawMessage
-	if json.Unmarshal(raw, &top) != nil {
+	if sdkjson.Unmarshal(raw, &top) != nil {
 		return nil
 	}
 	content, ok := top["content"]
@@ -60,11 +61,11 @@ func decodeTextResult(raw []byte) *mcp.CallToolResult {
 		switch k {
 		case "content":
 		case "isError":
-			if json.Unmarshal(v, &res.IsError) != nil {
+			if sdkjson.Unmarshal(v, &res.IsError) != nil {
 				return nil
 			}
 		case "_meta":
-			if json.Unmarshal(v, &res.Meta) != nil {
+			if sdkjson.Unmarshal(v, &res.Meta) != nil {
 				return nil
 			}
 		case "resultType":
@@ -76,7 +77,7 @@ func decodeTextResult(raw []byte) *mcp.CallToolResult {
 		}
 	}
 	var blocks []map[string]json.RawMessage
-	if json.Unmarshal(content, &blocks) != nil || blocks == nil {
+	if sdkjson.Unmarshal(content, &blocks) != nil || blocks == nil {
 		return nil
 	}
 	res.Content = make([]mcp.Content, len(blocks))
@@ -86,7 +87,7 @@ func decodeTextResult(raw []byte) *mcp.CallToolResult {
 			return nil
 		}
 		tc := &mcp.TextContent{}
-		if json.Unmarshal(text, &tc.Text) != nil {
+		if sdkjson.Unmarshal(text, &tc.Text) != nil {
 			return nil
 		}
 		res.Content[i] = tc

@@ -13,12 +13,17 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/runtime/internal/sdkjson"
 )
 
 // The fast call path: a tools/call that go-sdk would answer on a stream of
 // its own, answered by the gateway directly as one application/json
 // response (which the Streamable HTTP transport lets a server choose for
 // any request).
+//
+// The request is decoded as go-sdk decodes it (sdkjson: keys matched
+// exactly), so that the fast path reads the same request go-sdk would.
 //
 // Why: a call through go-sdk's Streamable HTTP server costs the gateway
 // four decodings of the request (each allocating and clearing a 32 KiB
@@ -151,7 +156,7 @@ func acceptsBoth(values []string) bool {
 // written nothing, otherwise.
 func (g *Gateway) serveFast(w http.ResponseWriter, r *http.Request, ss *mcp.ServerSession, body []byte) bool {
 	var req fastRequest
-	if err := json.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Params == nil {
+	if err := sdkjson.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Params == nil {
 		return false
 	}
 	p := req.Params

@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/runtime/internal/sdkjson"
 )
 
 // The fast call path of a 2026-07-28 client: a sessionless tools/call
@@ -78,7 +80,7 @@ type capabilities2026 struct {
 // and not an object, or what either holds not decoding.
 func sessionlessClient(meta map[string]json.RawMessage) (sessionless, bool) {
 	var version string
-	if json.Unmarshal(meta[metaProtocolVersion], &version) != nil || version != protocolVersion2026 {
+	if sdkjson.Unmarshal(meta[metaProtocolVersion], &version) != nil || version != protocolVersion2026 {
 		return sessionless{}, false
 	}
 	raw := bytes.TrimSpace(meta[metaClientCapabilities])
@@ -86,7 +88,7 @@ func sessionlessClient(meta map[string]json.RawMessage) (sessionless, bool) {
 		return sessionless{}, false
 	}
 	var caps capabilities2026
-	if json.Unmarshal(raw, &caps) != nil {
+	if sdkjson.Unmarshal(raw, &caps) != nil {
 		return sessionless{}, false
 	}
 	ip := &mcp.InitializeParams{ProtocolVersion: version, Capabilities: &caps.ClientCapabilities}
@@ -100,7 +102,7 @@ func sessionlessClient(meta map[string]json.RawMessage) (sessionless, bool) {
 			return sessionless{}, false
 		}
 		ip.ClientInfo = new(mcp.Implementation)
-		if json.Unmarshal(raw, ip.ClientInfo) != nil {
+		if sdkjson.Unmarshal(raw, ip.ClientInfo) != nil {
 			return sessionless{}, false
 		}
 	}
@@ -118,7 +120,7 @@ const (
 // answer; it reports false, having written nothing, otherwise.
 func (g *Gateway) serveFast2026(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	var req fastRequest
-	if err := json.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Params == nil ||
+	if err := sdkjson.Unmarshal(body, &req); err != nil || req.JSONRPC != "2.0" || req.Params == nil ||
 		req.Method != "tools/call" || !validID(req.ID) {
 		return false
 	}
