@@ -167,6 +167,8 @@ func TestFastCall2026LeavesToGoSDK(t *testing.T) {
 		{"name header mismatch", "other", echo(`{"message":"m"}`, plainMeta+`}`), nil},
 		{"unknown tool", "nope", toolCall2026("1", "nope", `{}`, plainMeta+`}`), nil},
 		{"a retry's state", "mcp__up__echo", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__up__echo","arguments":{"message":"m"},"requestState":"s",` + plainMeta + `}}}`, nil},
+		{"a key in another case (go-sdk matches keys exactly)", "mcp__up__echo",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"mcp__up__echo","arguments":{"message":"m"},` + plainMeta + `}}}`, nil},
 		{"fractional id", "mcp__up__echo", toolCall2026("1.5", "mcp__up__echo", `{"message":"m"}`, plainMeta+`}`), nil},
 		{"batch", "mcp__up__echo", `[` + echo(`{"message":"m"}`, plainMeta+`}`) + `]`, nil},
 		{"a tool with x-mcp-header parameters", "mcp__hdr__region", toolCall2026("1", "mcp__hdr__region", `{"region":"eu"}`, plainMeta+`}`),
