@@ -1,0 +1,279 @@
+package otlp_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpledger/mcpledger/export/otlp"
+	"github.com/mcpledger/mcpledger/store"
+)
+
+// grpcReceiver serves OTLP/gRPC on a loopback port: each request goes
+// to the decoding of an HTTP receiver, so the two count alike (a refusal
+// it answers is a gRPC Unavailable). Without logs it does not offer the
+// logs service, as a collector without a logs pipeline does not.
+type grpcReceiver struct {
+	*receiver
+	addr   string
+	noLogs bool
+	srv    *grpc.Server
+}
+
+func newGRPCReceiver(t *testing.T, noLogs bool) *grpcReceiver {
+	g := &grpcReceiver{receiver: newReceiver(t), noLogs: noLogs}
+	g.start(t, "127.0.0.1:0")
+	t.Cleanup(g.stop)
+	return g
+}
+
+// start serves on addr (the same port again after a stop).
+func (g *grpcReceiver) start(t *testing.T, addr string) {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.addr = l.Addr().String()
+	g.srv = grpc.NewServer()
+	coltrace.RegisterTraceServiceServer(g.srv, grpcTraces{r: g.receiver})
+	colmetrics.RegisterMetricsServiceServer(g.srv, grpcMetrics{r: g.receiver})
+	if !g.noLogs {
+		collogs.RegisterLogsServiceServer(g.srv, grpcLogs{r: g.receiver})
+	}
+	go func() { _ = g.srv.Serve(l) }()
+}
+
+func (g *grpcReceiver) stop() { g.srv.Stop() }
+
+// url is the receiver's address as OTEL_EXPORTER_OTLP_ENDPOINT gives it.
+func (g *grpcReceiver) url() string { return "http://" + g.addr }
+
+// take hands a request to the HTTP receiver's decoding at path.
+func (r *receiver) take(path string, m proto.Message) error {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	w := httptest.NewRecorder()
+	r.serve(w, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(b)))
+	if w.Code != http.StatusOK {
+		return status.Error(codes.Unavailable, w.Body.String())
+	}
+	return nil
+}
+
+type grpcTraces struct {
+	coltrace.UnimplementedTraceServiceServer
+	r *receiver
+}
+
+func (g grpcTraces) Export(_ context.Context, m *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	return &coltrace.ExportTraceServiceResponse{}, g.r.take("/v1/traces", m)
+}
+
+type grpcLogs struct {
+	collogs.UnimplementedLogsServiceServer
+	r *receiver
+}
+
+func (g grpcLogs) Export(_ context.Context, m *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
+	return &collogs.ExportLogsServiceResponse{}, g.r.take("/v1/logs", m)
+}
+
+type grpcMetrics struct {
+	colmetrics.UnimplementedMetricsServiceServer
+	r *receiver
+}
+
+func (g grpcMetrics) Export(_ context.Context, m *colmetrics.ExportMetricsServiceRequest) (*colmetrics.ExportMetricsServiceResponse, error) {
+	return &colmetrics.ExportMetricsServiceResponse{}, g.r.take("/v1/metrics", m)
+}
+
+func grpcExporter(t *testing.T, o otlp.ExporterOptions) *otlp.SDKExporter {
+	t.Helper()
+	o.Timeout = 2 * time.Second
+	x, err := otlp.NewExporter(t.Context(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = x.Shutdown(context.Background()) })
+	return x
+}
+
+// TestShipOverGRPC: over gRPC (an http:// endpoint: plain text), a Ship
+// delivers every span, one log record per event and the metric points,
+// and saves the cursor at the last event. The receiver down: the events
+// appended meanwhile stay in the journal (the cursor does not move), one
+// line says the connection was refused; the receiver back on its port:
+// the same exporter reconnects and the backlog is delivered.
+func TestShipOverGRPC(t *testing.T) {
+	evs := callEvents()
+	j := journalOf(t, evs)
+	g := newGRPCReceiver(t, false)
+	x := grpcExporter(t, otlp.ExporterOptions{Protocol: otlp.GRPC, Endpoint: g.url()})
+	var logs syncBuffer
+	bounded, stop := context.WithTimeout(t.Context(), 10*time.Second)
+	defer stop()
+	st, err := otlp.NewShipper(j, journalCursor{j}, x, fastOptions(&logs)).Ship(bounded, false)
+	if err != nil || st.Events != len(evs) || st.Points == 0 {
+		t.Fatalf("Ship over gRPC = %+v, %v; want every event and some points", st, err)
+	}
+	spans, lg := g.counts()
+	g.mu.Lock()
+	points := len(g.points)
+	g.mu.Unlock()
+	if spans != 5 || lg != len(evs) || points == 0 {
+		t.Errorf("the gRPC receiver got %d spans, %d logs, %d series; want 5, %d, some", spans, lg, points, len(evs))
+	}
+	if c, err := j.Cursor(t.Context(), "otlp"); err != nil || c.GPos != uint64(len(evs)) {
+		t.Errorf("cursor %+v, %v; want at the last event", c, err)
+	}
+
+	g.stop()
+	more := tracedEvents()
+	appendTo(t, j, more)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	st, err = otlp.NewShipper(j, journalCursor{j}, x, fastOptions(&logs)).Ship(ctx, false)
+	if err != nil || st.Events != 0 || st.Failures < 2 {
+		t.Errorf("Ship with the receiver down = %+v, %v; want no error, nothing shipped, several failures", st, err)
+	}
+	if c, err := j.Cursor(t.Context(), "otlp"); err != nil || c.GPos != uint64(len(evs)) {
+		t.Errorf("cursor with the receiver down %+v, %v; want where it was, %d", c, err, len(evs))
+	}
+	if out := logs.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, "connection refused") {
+		t.Errorf("want one line naming the refused connection, got:\n%s", out)
+	}
+
+	g.start(t, g.addr)
+	shipAll(t, j, x, len(more))
+	if _, lg := g.counts(); lg != len(evs)+len(more) {
+		t.Errorf("the gRPC receiver got %d log records in all, want %d", lg, len(evs)+len(more))
+	}
+	if c, err := j.Cursor(t.Context(), "otlp"); err != nil || c.GPos != uint64(len(evs)+len(more)) {
+		t.Errorf("cursor %+v, %v; want at the last event", c, err)
+	}
+}
+
+// TestShipOverGRPCFromEnv: OTEL_EXPORTER_OTLP_PROTOCOL=grpc with the
+// endpoint in OTEL_EXPORTER_OTLP_ENDPOINT (as most agents set them) sends
+// everything over gRPC; OTEL_EXPORTER_OTLP_LOGS_PROTOCOL=http/protobuf
+// with OTEL_EXPORTER_OTLP_LOGS_ENDPOINT sends the log records, alone,
+// over HTTP.
+func TestShipOverGRPCFromEnv(t *testing.T) {
+	evs := callEvents()
+	g := newGRPCReceiver(t, false)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", g.url())
+	j := journalOf(t, evs)
+	shipAll(t, j, grpcExporter(t, otlp.ExporterOptions{}), len(evs))
+	if spans, lg := g.counts(); spans != 5 || lg != len(evs) {
+		t.Errorf("the gRPC receiver got %d spans, %d logs; want 5, %d", spans, lg, len(evs))
+	}
+
+	h := newReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", h.URL+"/v1/logs")
+	j = journalOf(t, evs)
+	shipAll(t, j, grpcExporter(t, otlp.ExporterOptions{}), len(evs))
+	if spans, lg := g.counts(); spans != 5 || lg != len(evs) {
+		t.Errorf("the gRPC receiver got %d spans, %d logs in all; want 5, %d (its logs of the first journal)", spans, lg, len(evs))
+	}
+	if spans, lg := h.counts(); spans != 0 || lg != len(evs) {
+		t.Errorf("the HTTP receiver got %d spans, %d logs; want 0, %d", spans, lg, len(evs))
+	}
+}
+
+// shipAll ships j with x, within 10 s, and wants n events shipped.
+func shipAll(t *testing.T, j *store.Journal, x *otlp.SDKExporter, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if st, err := otlp.NewShipper(j, journalCursor{j}, x, fastOptions(io.Discard)).Ship(ctx, false); err != nil || st.Events != n {
+		t.Fatalf("Ship = %+v, %v; want %d events shipped", st, err, n)
+	}
+}
+
+// TestShipWrongProtocol: gRPC to an OTLP/HTTP port, OTLP/HTTP to a gRPC
+// port, gRPC over TLS to a plain-text port: nothing is delivered, the
+// cursor stays, and one line says what to try.
+func TestShipWrongProtocol(t *testing.T) {
+	h := newReceiver(t)
+	g := newGRPCReceiver(t, false)
+	for _, tc := range []struct {
+		name string
+		o    otlp.ExporterOptions
+		want string
+	}{
+		{"grpc to http", otlp.ExporterOptions{Protocol: otlp.GRPC, Endpoint: h.URL}, "answers OTLP/HTTP, not gRPC: give the collector's OTLP/gRPC port, 4317 usually"},
+		{"http to grpc", otlp.ExporterOptions{Protocol: otlp.HTTPProtobuf, Endpoint: g.url()}, "answers gRPC, not OTLP/HTTP: set OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+		{"tls to plain", otlp.ExporterOptions{Protocol: otlp.GRPC, Endpoint: "https://" + g.addr}, "give its URL with http://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := journalOf(t, callEvents())
+			var logs syncBuffer
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			st, err := otlp.NewShipper(j, journalCursor{j}, grpcExporter(t, tc.o), fastOptions(&logs)).Ship(ctx, false)
+			if err != nil || st.Events != 0 || st.Failures < 2 {
+				t.Errorf("Ship = %+v, %v; want no error, nothing shipped, several failures", st, err)
+			}
+			if _, err := j.Cursor(t.Context(), "otlp"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("cursor saved with nothing delivered: %v", err)
+			}
+			if out := logs.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, tc.want) {
+				t.Errorf("want one line saying %q, got:\n%s", tc.want, out)
+			}
+		})
+	}
+	if spans, lg := h.counts(); spans+lg != 0 {
+		t.Errorf("the HTTP receiver took %d spans, %d logs sent over gRPC", spans, lg)
+	}
+	if spans, lg := g.counts(); spans+lg != 0 {
+		t.Errorf("the gRPC receiver took %d spans, %d logs sent over HTTP", spans, lg)
+	}
+}
+
+// TestShipOverGRPCWithoutLogs: a gRPC receiver without the logs service
+// (a collector without a logs pipeline) gets the spans again and again,
+// the cursor stays, and the one failure line says what to do; with
+// NoLogs everything else is delivered.
+func TestShipOverGRPCWithoutLogs(t *testing.T) {
+	evs := callEvents()
+	j := journalOf(t, evs)
+	g := newGRPCReceiver(t, true)
+	var logs syncBuffer
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	x := grpcExporter(t, otlp.ExporterOptions{Protocol: otlp.GRPC, Endpoint: g.url()})
+	if _, err := otlp.NewShipper(j, journalCursor{j}, x, fastOptions(&logs)).Ship(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Cursor(t.Context(), "otlp"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("cursor saved while the logs were refused: %v", err)
+	}
+	if out := logs.String(); !strings.Contains(out, "set OTEL_LOGS_EXPORTER=none to send none") || strings.Count(out, "\n") != 1 {
+		t.Errorf("want one failure line saying what to do, got:\n%s", out)
+	}
+	x = grpcExporter(t, otlp.ExporterOptions{Protocol: otlp.GRPC, Endpoint: g.url(), NoLogs: true})
+	shipAll(t, j, x, len(evs))
+	if c, err := j.Cursor(t.Context(), "otlp"); err != nil || c.GPos != uint64(len(evs)) {
+		t.Errorf("cursor %+v, %v; want at the last event", c, err)
+	}
+}
