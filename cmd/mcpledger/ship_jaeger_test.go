@@ -596,12 +596,23 @@ func statusLag(t *testing.T, jp string) *exportLag {
 // MCP client appear in Jaeger as spans with the conventions' names and
 // attributes, and the client's identity; a call the client makes in a
 // span of its own (traceparent in _meta) appears in the client's trace,
-// as a child of its span.
+// as a child of its span. Over OTLP/HTTP and over gRPC (--otlp-protocol
+// grpc to Jaeger's gRPC receiver).
 func TestServeExportToJaeger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Jaeger")
 	}
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) { serveExportToJaeger(t, protocol) })
+	}
+}
+
+func serveExportToJaeger(t *testing.T, protocol string) {
 	jg := startJaeger(t)
+	endpoint := jg.otlp
+	if protocol == "grpc" {
+		endpoint = jg.grpc
+	}
 	dir := t.TempDir()
 	cfg := faultConfig(t, dir, false)
 	jp := filepath.Join(dir, "journal.db")
@@ -611,7 +622,7 @@ func TestServeExportToJaeger(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--journal", jp,
-			"--otlp-endpoint", jg.otlp}, strings.NewReader(""), io.Discard, errb)
+			"--otlp-endpoint", endpoint, "--otlp-protocol", protocol}, strings.NewReader(""), io.Discard, errb)
 	}()
 	url := waitServing(t, errb, done)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "otel-client", Version: "1"}, nil).Connect(t.Context(),
