@@ -177,8 +177,10 @@ func wrongProtocol(err error, p Protocol) string {
 	switch {
 	case strings.Contains(msg, "first record does not look like a TLS handshake") || strings.Contains(msg, "server gave HTTP response to HTTPS client"):
 		return " (the endpoint answers in plain text, not TLS: give its URL with http://, not https://; the journal keeps every event)"
-	case p == HTTPProtobuf && strings.Contains(msg, "malformed HTTP response"):
-		// gRPC's server greets with an HTTP/2 SETTINGS frame.
+	case p == HTTPProtobuf && (strings.Contains(msg, "malformed HTTP response") || strings.Contains(msg, "readLoopPeekFailLocked")):
+		// gRPC's server speaks first, an HTTP/2 SETTINGS frame: read
+		// as the answer, or, when it comes before the request is sent,
+		// as an unsolicited one (Go's HTTP client then logs it too).
 		return " (the endpoint answers gRPC, not OTLP/HTTP: set OTEL_EXPORTER_OTLP_PROTOCOL=grpc (or --otlp-protocol grpc), or give the collector's OTLP/HTTP port, 4318 usually; the journal keeps every event)"
 	case p == GRPC && (strings.Contains(msg, "looked like an HTTP/1.1 header") || strings.Contains(msg, "unexpected HTTP status code received from server")):
 		// An HTTP/1.1 server answers the HTTP/2 preface in HTTP/1.1; one

@@ -75,14 +75,15 @@ func TestResolveProtocols(t *testing.T) {
 // to a gRPC exporter is not taken for something it is not.
 func TestHints(t *testing.T) {
 	const (
-		http1   = `rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: http2: failed reading the frame payload: http2: frame too large, note that the frame header looked like an HTTP/1.1 header"`
-		h2      = `rpc error: code = Unimplemented desc = unexpected HTTP status code received from server: 404 (Not Found); transport: received unexpected content-type "text/plain; charset=utf-8"`
-		grpcSrv = `Post "http://127.0.0.1:4317/v1/traces": net/http: HTTP/1.x transport connection broken: malformed HTTP response "\x00\x00\x06\x04"`
-		plain   = `rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: first record does not look like a TLS handshake"`
-		plainH  = `Post "https://127.0.0.1:4318/v1/logs": http: server gave HTTP response to HTTPS client`
-		noLogs  = `rpc error: code = Unimplemented desc = unknown service opentelemetry.proto.collector.logs.v1.LogsService`
-		notFnd  = `failed to send logs to http://127.0.0.1:4318/v1/logs: 404 Not Found`
-		refused = `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:4317: connect: connection refused"`
+		http1     = `rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: http2: failed reading the frame payload: http2: frame too large, note that the frame header looked like an HTTP/1.1 header"`
+		h2        = `rpc error: code = Unimplemented desc = unexpected HTTP status code received from server: 404 (Not Found); transport: received unexpected content-type "text/plain; charset=utf-8"`
+		grpcSrv   = `Post "http://127.0.0.1:4317/v1/traces": net/http: HTTP/1.x transport connection broken: malformed HTTP response "\x00\x00\x06\x04"`
+		grpcFirst = `Post "http://127.0.0.1:4317/v1/logs": readLoopPeekFailLocked: %!w(<nil>)`
+		plain     = `rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: tls: first record does not look like a TLS handshake"`
+		plainH    = `Post "https://127.0.0.1:4318/v1/logs": http: server gave HTTP response to HTTPS client`
+		noLogs    = `rpc error: code = Unimplemented desc = unknown service opentelemetry.proto.collector.logs.v1.LogsService`
+		notFnd    = `failed to send logs to http://127.0.0.1:4318/v1/logs: 404 Not Found`
+		refused   = `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:4317: connect: connection refused"`
 	)
 	for _, tc := range []struct {
 		err  string
@@ -95,6 +96,8 @@ func TestHints(t *testing.T) {
 		{h2, HTTPProtobuf, ""},
 		{grpcSrv, HTTPProtobuf, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
 		{grpcSrv, GRPC, ""},
+		{grpcFirst, HTTPProtobuf, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+		{grpcFirst, GRPC, ""},
 		{plain, GRPC, "with http://"},
 		{plainH, HTTPProtobuf, "with http://"},
 		{noLogs, GRPC, "set OTEL_LOGS_EXPORTER=none"},
