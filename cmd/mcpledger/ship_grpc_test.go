@@ -21,7 +21,8 @@ import (
 // and OTEL_EXPORTER_OTLP_ENDPOINT=http://host:port (plain text, as most
 // agents set them) ships its calls to Jaeger's gRPC receiver as they are
 // journaled; Jaeger killed: status shows the backlog, and once Jaeger is
-// back on its port the calls made meanwhile arrive; once run is stopped,
+// back on its port the calls made meanwhile arrive and status says the
+// export is up to date; once run is stopped,
 // the journal's cursor stands at its last event. The stopped journal
 // shipped by `ship --otlp-protocol grpc` (the flag over a variable
 // saying http/protobuf) to a fresh Jaeger gives the same spans, IDs and
@@ -43,6 +44,7 @@ func TestExportToJaegerOverGRPC(t *testing.T) {
 		t.Fatalf("%d call spans in the journal, want 3", len(live))
 	}
 	checkSpans(t, jg, live)
+	waitUpToDate(t, jp) // the spans came first: wait for the logs' and points' acknowledgement
 
 	jg.kill()
 	echoCalls(t, jp, 3, 2)
@@ -52,6 +54,7 @@ func TestExportToJaegerOverGRPC(t *testing.T) {
 	jg.start(t)
 	all := callSpans(t, jp)
 	checkSpans(t, jg, newer(live, all))
+	waitUpToDate(t, jp)
 	stopRun(t, holder)
 	j, err := store.Open(jp, &store.Options{ReadOnly: true})
 	if err != nil {
@@ -86,6 +89,19 @@ func TestExportToJaegerOverGRPC(t *testing.T) {
 		t.Fatalf("ship --otlp-protocol grpc did not end in 60 s:\n%s", out.String())
 	}
 	checkSpans(t, jg, all)
+}
+
+// waitUpToDate waits until status says the export of the journal at jp
+// is up to date (every event acknowledged).
+func waitUpToDate(t *testing.T, jp string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if lag := statusLag(t, jp); lag != nil && lag.Events == 0 {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("status: export %+v after 30 s, want up to date", lag)
+		}
+	}
 }
 
 // TestShipWrongProtocolToJaeger: OTLP/HTTP to Jaeger's gRPC port, and
