@@ -111,9 +111,13 @@
 // (an OTLP/gRPC Export answered OK), the SDK's retries are off, and a
 // lost gRPC connection is tried again at most 2 s (and jitter) apart:
 // gRPC's own backoff grows to 2 minutes, during which every export
-// fails at once, collector back or not. A failed export whose
+// fails at once, collector back or not. Over gRPC a batch's log
+// bodies are kept to 2 MiB, not 4 ([SDKExporter.MaxBatchBytes]): a gRPC
+// receiver refuses a message over 4 MiB by default (a collector's,
+// Jaeger's), to every try. A failed export whose
 // error shows the other protocol at the endpoint (gRPC to an HTTP port,
-// HTTP to a gRPC port, TLS to plain text) or a receiver without the
+// HTTP to a gRPC port, TLS to plain text), a message over the gRPC
+// receiver's limit (one event that large) or a receiver without the
 // signal's pipeline (404 over HTTP, an unknown service over gRPC) says
 // in its one failure line what to try.
 //

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
 	"github.com/mcpledger/mcpledger/store"
 )
@@ -275,5 +278,68 @@ func TestShipOverGRPCWithoutLogs(t *testing.T) {
 	shipAll(t, j, x, len(evs))
 	if c, err := j.Cursor(t.Context(), "otlp"); err != nil || c.GPos != uint64(len(evs)) {
 		t.Errorf("cursor %+v, %v; want at the last event", c, err)
+	}
+}
+
+// TestShipOverGRPCLargeBatches: events whose payloads make a batch of
+// the default byte budget bigger than a gRPC receiver takes by default (4
+// MiB a message, as a collector's and Jaeger's) are delivered over gRPC,
+// every one, in smaller batches (MaxBatchBytes: 2 MiB when the logs go
+// over gRPC, else the Shipper's default). One event larger than the
+// receiver takes stays in the journal, with one line saying what to do.
+func TestShipOverGRPCLargeBatches(t *testing.T) {
+	evs := callEvents()
+	big := strings.Repeat("x", 300<<10)
+	sid := evs[0].Session
+	t0 := evs[len(evs)-1].At()
+	for i := range 30 {
+		e := events.New(t0.Add(time.Duration(i+1)*time.Millisecond), "gh", &events.CallFinished{CallID: fmt.Sprintf("big%d", i),
+			Outcome: events.OutcomeOK, Result: events.Blob{Text: big, Size: int64(len(big))}})
+		e.Session = sid
+		evs = append(evs, e)
+	}
+	j := journalOf(t, evs)
+	g := newGRPCReceiver(t, false)
+	x := grpcExporter(t, otlp.ExporterOptions{Protocol: otlp.GRPC, Endpoint: g.url()})
+	var logs syncBuffer
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	st, err := otlp.NewShipper(j, journalCursor{j}, x, &otlp.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Ship(ctx, false)
+	if err != nil || st.Events != len(evs) || st.Failures != 0 {
+		t.Errorf("Ship = %+v, %v; want all %d events, no failure\n%s", st, err, len(evs), logs.String())
+	}
+	if _, lg := g.counts(); lg != len(evs) {
+		t.Errorf("the gRPC receiver got %d log records, want %d", lg, len(evs))
+	}
+	for _, tc := range []struct {
+		o    otlp.ExporterOptions
+		want int
+	}{
+		{otlp.ExporterOptions{Protocol: otlp.GRPC, Endpoint: g.url()}, 2 << 20},
+		{otlp.ExporterOptions{Protocol: otlp.GRPC, Endpoint: g.url(), NoLogs: true}, 0},
+		{otlp.ExporterOptions{Protocol: otlp.HTTPProtobuf, Endpoint: g.url()}, 0},
+	} {
+		if got := grpcExporter(t, tc.o).MaxBatchBytes(); got != tc.want {
+			t.Errorf("MaxBatchBytes of %+v = %d, want %d", tc.o, got, tc.want)
+		}
+	}
+
+	huge := strings.Repeat("y", 5<<20)
+	e := events.New(t0.Add(time.Second), "gh", &events.CallFinished{CallID: "huge", Outcome: events.OutcomeOK,
+		Result: events.Blob{Text: huge, Size: int64(len(huge))}})
+	e.Session = sid
+	appendTo(t, j, []events.Event{e})
+	var logs2 syncBuffer
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel2()
+	st, err = otlp.NewShipper(j, journalCursor{j}, x, fastOptions(&logs2)).Ship(ctx2, false)
+	if err != nil || st.Events != 0 || st.Failures == 0 {
+		t.Errorf("Ship of a 5 MiB event = %+v, %v; want nothing shipped, failures", st, err)
+	}
+	if c, err := j.Cursor(t.Context(), "otlp"); err != nil || c.GPos != uint64(len(evs)) {
+		t.Errorf("cursor %+v, %v; want where it was, %d", c, err, len(evs))
+	}
+	if out := logs2.String(); strings.Count(out, "\n") != 1 || !strings.Contains(out, "raise its limit (a collector's max_recv_msg_size_mib), or send over http/protobuf") {
+		t.Errorf("want one line saying what to do, got:\n%.600s", out)
 	}
 }

@@ -92,6 +92,26 @@ var grpcBackoff = grpc.WithConnectParams(grpc.ConnectParams{
 	MinConnectTimeout: 20 * time.Second,
 })
 
+// grpcBatchBytes is the budget of a batch's log record bodies when the
+// logs go over gRPC. A gRPC receiver refuses a message over 4 MiB unless
+// configured otherwise (an OpenTelemetry Collector's
+// max_recv_msg_size_mib, Jaeger's), and answers ResourceExhausted to
+// every try: a batch over it would stall the export for good. A batch
+// ends once its bodies reach the budget, so it may carry one event more
+// (a result is kept to 1 MiB at most) and each record's attributes
+// (hundreds of bytes): 2 MiB leaves room for both.
+const grpcBatchBytes = 2 << 20
+
+// MaxBatchBytes is the budget of a batch's log record bodies the
+// receiver takes ([Options].MaxBytes): 2 MiB when the logs go over
+// gRPC, 0 otherwise (the Shipper's default).
+func (x *SDKExporter) MaxBatchBytes() int {
+	if x.logs != nil && x.proto.logs == GRPC {
+		return grpcBatchBytes
+	}
+	return 0
+}
+
 // metricExporter is what Export needs of the SDK's metric exporters.
 type metricExporter interface {
 	Export(ctx context.Context, rm *metricdata.ResourceMetrics) error
@@ -167,6 +187,17 @@ func newMetricExporter(ctx context.Context, p Protocol, endpoint string, timeout
 		opts = append(opts, otlpmetrichttp.WithTimeout(timeout))
 	}
 	return otlpmetrichttp.New(ctx, opts...)
+}
+
+// tooLarge says what to try when a gRPC receiver refused a request as
+// larger than its limit (the batches stay under 4 MiB, grpcBatchBytes,
+// but one event's payload may not): "" otherwise.
+func tooLarge(err error, p Protocol) string {
+	msg := err.Error()
+	if p != GRPC || !strings.Contains(msg, "code = ResourceExhausted") || !strings.Contains(msg, "larger than max") {
+		return ""
+	}
+	return " (the receiver takes smaller gRPC messages: raise its limit (a collector's max_recv_msg_size_mib), or send over http/protobuf; the journal keeps every event)"
 }
 
 // wrongProtocol says what to try when err looks like the answer of a

@@ -83,6 +83,7 @@ func TestHints(t *testing.T) {
 		plainH    = `Post "https://127.0.0.1:4318/v1/logs": http: server gave HTTP response to HTTPS client`
 		noLogs    = `rpc error: code = Unimplemented desc = unknown service opentelemetry.proto.collector.logs.v1.LogsService`
 		notFnd    = `failed to send logs to http://127.0.0.1:4318/v1/logs: 404 Not Found`
+		large     = `rpc error: code = ResourceExhausted desc = grpc: received message larger than max (5243162 vs. 4194304)`
 		refused   = `rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:4317: connect: connection refused"`
 	)
 	for _, tc := range []struct {
@@ -104,6 +105,8 @@ func TestHints(t *testing.T) {
 		{noLogs, HTTPProtobuf, ""},
 		{notFnd, HTTPProtobuf, "set OTEL_LOGS_EXPORTER=none"},
 		{notFnd, GRPC, ""},
+		{large, GRPC, "max_recv_msg_size_mib"},
+		{large, HTTPProtobuf, ""},
 		{refused, GRPC, ""},
 		{refused, HTTPProtobuf, ""},
 	} {

@@ -136,7 +136,7 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log, metrics []metricdata.Metrics) error {
 	if len(spans) > 0 {
 		if err := x.spans.ExportSpans(ctx, x.sdkSpans(spans)); err != nil {
-			return fmt.Errorf("traces: %w%s", err, wrongProtocol(err, x.proto.traces))
+			return fmt.Errorf("traces: %w%s", err, hint(err, x.proto.traces, "traces", ""))
 		}
 	}
 	if len(logs) > 0 && x.logs != nil {
@@ -155,11 +155,16 @@ func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log, metr
 }
 
 // hint says what to try after a failed export of signal over p: the
-// endpoint answers the other protocol (wrongProtocol), or it takes no
-// signal (noPipeline); "" otherwise.
+// endpoint answers the other protocol (wrongProtocol), the request is
+// larger than the receiver takes (tooLarge), or it takes no signal
+// (noPipeline, when the signal can be turned off with variable); ""
+// otherwise.
 func hint(err error, p Protocol, signal, variable string) string {
-	if h := wrongProtocol(err, p); h != "" {
+	if h := wrongProtocol(err, p) + tooLarge(err, p); h != "" {
 		return h
+	}
+	if variable == "" {
+		return ""
 	}
 	return noPipeline(err, p, signal, variable)
 }
