@@ -332,9 +332,17 @@ func TestShipOverGRPCLargeBatches(t *testing.T) {
 	e.Session = sid
 	appendTo(t, j, []events.Event{e})
 	var logs2 syncBuffer
-	ctx2, cancel2 := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	ctx2, cancel2 := context.WithCancel(t.Context())
 	defer cancel2()
-	st, err = otlp.NewShipper(j, journalCursor{j}, x, fastOptions(&logs2)).Ship(ctx2, false)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st, err = otlp.NewShipper(j, journalCursor{j}, x, fastOptions(&logs2)).Ship(ctx2, false)
+	}()
+	waitFor(t, func() bool { return strings.Contains(logs2.String(), "otlp export failing") })
+	time.Sleep(100 * time.Millisecond) // more tries
+	cancel2()
+	<-done
 	if err != nil || st.Events != 0 || st.Failures == 0 {
 		t.Errorf("Ship of a 5 MiB event = %+v, %v; want nothing shipped, failures", st, err)
 	}
