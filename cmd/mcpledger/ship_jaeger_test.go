@@ -719,8 +719,9 @@ func checkJoined(t *testing.T, jg *jaeger, agent trace.SpanContext, id string) {
 }
 
 // TestLiveExportBadSetting: an OTEL_* setting that cannot work (here
-// another program's OTLP/JSON telemetry) does not stop run: one warning
-// says there is no export this session and what to do; the session runs.
+// another program's OTLP/JSON telemetry), or a flag (--otlp-protocol
+// http/json), does not stop run: one warning says there is no export
+// this session and what to do; the session runs.
 func TestLiveExportBadSetting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs mcpledger processes")
@@ -732,5 +733,10 @@ func TestLiveExportBadSetting(t *testing.T) {
 		"run", "--once", "--journal", jp, "--mcp-config", cfg, "--workspace", dir)
 	if code != 0 || strings.Count(out, "no OTLP export this session") != 1 || !strings.Contains(out, "OTEL_EXPORTER_OTLP_PROTOCOL") {
 		t.Errorf("run --once with OTEL_EXPORTER_OTLP_PROTOCOL=http/json: exit %d\n%s", code, out)
+	}
+	code, out = runCLIProcess(t, nil, "run", "--once", "--otlp-endpoint", "http://127.0.0.1:4318", "--otlp-protocol", "http/json",
+		"--journal", jp, "--mcp-config", cfg, "--workspace", dir)
+	if code != 0 || strings.Count(out, "no OTLP export this session") != 1 || !strings.Contains(out, `--otlp-protocol="http/json"`) {
+		t.Errorf("run --once --otlp-protocol http/json: exit %d\n%s", code, out)
 	}
 }
