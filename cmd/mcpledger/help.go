@@ -112,12 +112,12 @@ Commands:
   log [--session ID|last] [--server N] [--kind K] [--from GPOS] [--follow] [--json]
         print events in journal order, one a line (--json: one object a line);
         --follow goes on with new ones as they land, across restarts of run
-  ship [--follow] [--otlp-endpoint URL] [--cursor FILE]
-        ship the journal to an OpenTelemetry collector (OTLP/HTTP, the OTEL_*
-        variables apply): a span per call and connection, a log record per
-        event, cumulative metrics folded from the journal, resent the same
-        until acknowledged; --cursor FILE ships beside a running run or serve
-        (status --cursor FILE shows how far behind it is)
+  ship [--follow] [--otlp-endpoint URL] [--otlp-protocol PROTOCOL] [--cursor FILE]
+        ship the journal to an OpenTelemetry collector (OTLP/HTTP or gRPC,
+        the OTEL_* variables apply): a span per call and connection, a log
+        record per event, cumulative metrics folded from the journal, resent
+        the same until acknowledged; --cursor FILE ships beside a running run
+        or serve (status --cursor FILE shows how far behind it is)
   verify [--drop-checkpoints]
         check every record (CRC, decode, gapless seqs, hash chains, indexes),
         every checkpoint against the events, and the archives the journal names

@@ -11,7 +11,11 @@ import (
 )
 
 // otlpEndpointUsage is the --otlp-endpoint flag's usage in run and serve.
-const otlpEndpointUsage = "ship the journal to the OpenTelemetry collector at `URL` (OTLP/HTTP) as it is written; default $OTEL_EXPORTER_OTLP_ENDPOINT (unset: no export)"
+const otlpEndpointUsage = "ship the journal to the OpenTelemetry collector at `URL` as it is written (http://host:4318; http://host:4317 with --otlp-protocol grpc); default $OTEL_EXPORTER_OTLP_ENDPOINT (unset: no export)"
+
+// otlpProtocolUsage is the --otlp-protocol flag's usage in run, serve
+// and ship.
+const otlpProtocolUsage = "send over `PROTOCOL`: grpc (port 4317 usually) or http/protobuf (4318); default $OTEL_EXPORTER_OTLP_PROTOCOL and the per-signal ones, else http/protobuf"
 
 // otlpTailWait bounds how long run and serve, once their servers are
 // stopped, wait for the collector to take the session's last events
@@ -30,16 +34,17 @@ type liveExport struct {
 
 // startLiveExport starts the export when an endpoint is configured
 // (endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT or
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), and returns nil otherwise. A
-// setting that cannot work is said once on stderr, and the session runs
-// without export: the OTEL_* variables may be meant for another program
-// (an agent's own telemetry over gRPC), and the journal keeps every
-// event for a later ship.
-func startLiveExport(ctx context.Context, e *env, j *store.Journal, endpoint string) *liveExport {
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), over protocol (else the OTEL_*
+// protocol variables), and returns nil otherwise. A setting that cannot
+// work is said once on stderr, and the session runs without export: the
+// OTEL_* variables may be meant for another program (an agent's own
+// telemetry, over OTLP/JSON), and the journal keeps every event for a
+// later ship.
+func startLiveExport(ctx context.Context, e *env, j *store.Journal, endpoint, protocol string) *liveExport {
 	if endpoint == "" && e.getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && e.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 		return nil
 	}
-	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Endpoint: endpoint, NoLogs: logsOff(e)})
+	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Protocol: otlp.Protocol(protocol), Endpoint: endpoint, NoLogs: logsOff(e)})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "mcpledger: warning: no OTLP export this session: %v\n(the journal keeps every event: fix the setting and run mcpledger ship, or restart)\n", err)
 		return nil

@@ -65,7 +65,7 @@ func BenchmarkCallToolExport(b *testing.B) {
 		n := min(block, b.N-done)
 		off = append(off, calls(n)...)
 		b.StopTimer()
-		x := startLiveExport(ctx, &env{getenv: os.Getenv, stderr: io.Discard}, j, srv.URL)
+		x := startLiveExport(ctx, &env{getenv: os.Getenv, stderr: io.Discard}, j, srv.URL, "")
 		if x == nil {
 			b.Fatal("no export")
 		}

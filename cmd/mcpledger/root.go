@@ -99,7 +99,7 @@ var commands = []command{
 	{"timeline", "Write a session as one self-contained HTML page: a swimlane per server over time.", func(e *env) runner { return &TimelineCommand{env: e} }},
 	{"sessions", "List sessions: start, last event, events, servers seen, how it ended.", func(e *env) runner { return &SessionsCommand{env: e} }},
 	{"log", "Print events in journal order, one a line; --follow goes on with new ones as they land.", func(e *env) runner { return &LogCommand{env: e} }},
-	{"ship", "Ship the journal to an OpenTelemetry collector (OTLP/HTTP): spans per call and connection, a log record per event, metrics, from a durable cursor.", func(e *env) runner { return &ShipCommand{env: e} }},
+	{"ship", "Ship the journal to an OpenTelemetry collector (OTLP/HTTP or gRPC): spans per call and connection, a log record per event, metrics, from a durable cursor.", func(e *env) runner { return &ShipCommand{env: e} }},
 	{"verify", "Check every record, checkpoint and archive of the journal.", func(e *env) runner { return &VerifyCommand{env: e} }},
 	{"archive", "Move sessions that ended before the cutoff into a sealed archive journal.", func(e *env) runner { return &ArchiveCommand{env: e} }},
 	{"salvage", "Copy every event of a damaged journal that still reads and verifies into a new journal, and report what was lost.", func(e *env) runner { return &SalvageCommand{env: e} }},

@@ -27,6 +27,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 	watch := f.Bool("watch", true, "reload when a config file changes (debounced 300 ms; only changed servers restart)")
 	retain := f.String("retain", "", "first archive sessions that ended more than `DURATION` ago (e.g. 30d), beside the journal")
 	otlpEndpoint := f.String("otlp-endpoint", "", otlpEndpointUsage)
+	otlpProtocol := f.String("otlp-protocol", "", otlpProtocolUsage)
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func (c *RunCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer j.Close()
-	export := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint)
+	export := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint, *otlpProtocol)
 	defer export.Close() // after Shutdown: ships the session's last events
 	opts.Watch = *watch
 	m, err := rt.New(storeJournal{j.Journal}, opts)

@@ -41,6 +41,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 	relaxed := f.Bool("relaxed", false, "journal call records after the fact, gathered for up to 50 ms, instead of before sending and answering (faster; a crash may lose the records of the last 50 ms of calls)")
 	watch := f.Bool("watch", true, "reload when a config file changes")
 	otlpEndpoint := f.String("otlp-endpoint", "", otlpEndpointUsage)
+	otlpProtocol := f.String("otlp-protocol", "", otlpProtocolUsage)
 	var lim gateway.HTTPOptions
 	f.IntVar(&lim.MaxSessions, "max-sessions", gateway.DefaultMaxSessions, "HTTP: hold at most `N` client sessions; a new one evicts the least recently used idle one (503 if none is idle)")
 	idle := f.Duration("session-idle", gateway.DefaultSessionIdle, "HTTP: close a client session idle this `long` (0: never)")
@@ -117,7 +118,7 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer j.Close()
-	export := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint)
+	export := startLiveExport(ctx, c.env, j.Journal, *otlpEndpoint, *otlpProtocol)
 	defer export.Close() // after Shutdown: ships the session's last events
 	opts, err := cf.options(c.env, "serve")
 	if err != nil {

@@ -20,7 +20,7 @@ type ShipCommand struct {
 	env *env
 }
 
-// Run runs `ship [--follow] [--otlp-endpoint URL] [--cursor FILE]`.
+// Run runs `ship [--follow] [--otlp-endpoint URL] [--otlp-protocol PROTOCOL] [--cursor FILE]`.
 //
 // Without --cursor it holds the journal for writing (as run does) and
 // keeps its position in the journal's cursors bucket: for a journal no
@@ -28,14 +28,15 @@ type ShipCommand struct {
 // journal it cannot write it, so it reads through a store.Reader (never
 // blocking the writer) and keeps its position in the file --cursor names.
 func (c *ShipCommand) Run(ctx context.Context, args []string) error {
-	f := c.env.newCommandFlags("ship", "[--follow] [--otlp-endpoint URL] [--cursor FILE]")
+	f := c.env.newCommandFlags("ship", "[--follow] [--otlp-endpoint URL] [--otlp-protocol PROTOCOL] [--cursor FILE]")
 	follow := f.Bool("follow", false, "after the stored events, ship new ones as they are committed, until interrupted")
-	endpoint := f.String("otlp-endpoint", "", "the collector's OTLP/HTTP `URL` (default $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)")
+	endpoint := f.String("otlp-endpoint", "", "the collector's `URL` (default $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318, or localhost:4317 over gRPC)")
+	protocol := f.String("otlp-protocol", "", otlpProtocolUsage)
 	cursorFile := f.String("cursor", "", "keep the export position in `FILE`, not in the journal: to ship beside a running run or serve")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Endpoint: *endpoint, NoLogs: logsOff(c.env)})
+	exp, err := otlp.NewExporter(ctx, otlp.ExporterOptions{Protocol: otlp.Protocol(*protocol), Endpoint: *endpoint, NoLogs: logsOff(c.env)})
 	if err != nil {
 		return err
 	}

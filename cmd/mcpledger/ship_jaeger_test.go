@@ -40,6 +40,7 @@ type jaeger struct {
 	bin, cfg string
 	env      []string
 	otlp     string // OTLP/HTTP base URL
+	grpc     string // OTLP/gRPC URL (http://: plain text)
 	query    string // query API base URL
 	cmd      *exec.Cmd
 	out      *faultBuffer
@@ -64,10 +65,12 @@ func startJaeger(t *testing.T) *jaeger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op, qp, gp := freePort(t), freePort(t), freePort(t)
+	op, og, qp, gp := freePort(t), freePort(t), freePort(t), freePort(t)
 	jg := &jaeger{bin: bin, cfg: cfg,
-		env:   []string{fmt.Sprintf("JAEGER_OTLP_PORT=%d", op), fmt.Sprintf("JAEGER_QUERY_PORT=%d", qp), fmt.Sprintf("JAEGER_QUERY_GRPC_PORT=%d", gp)},
+		env: []string{fmt.Sprintf("JAEGER_OTLP_PORT=%d", op), fmt.Sprintf("JAEGER_OTLP_GRPC_PORT=%d", og),
+			fmt.Sprintf("JAEGER_QUERY_PORT=%d", qp), fmt.Sprintf("JAEGER_QUERY_GRPC_PORT=%d", gp)},
 		otlp:  fmt.Sprintf("http://127.0.0.1:%d", op),
+		grpc:  fmt.Sprintf("http://127.0.0.1:%d", og),
 		query: fmt.Sprintf("http://127.0.0.1:%d", qp)}
 	jg.start(t)
 	t.Cleanup(func() { jg.kill() })
@@ -93,7 +96,8 @@ func (jg *jaeger) start(t *testing.T) {
 	}
 }
 
-// up reports whether both the receiver and the query API answer.
+// up reports whether the receivers and the query API answer (the gRPC
+// receiver: accepts connections).
 func (jg *jaeger) up() bool {
 	for _, u := range []string{jg.query + "/api/v3/services", jg.otlp + "/v1/traces"} {
 		resp, err := http.Get(u)
@@ -102,6 +106,11 @@ func (jg *jaeger) up() bool {
 		}
 		resp.Body.Close()
 	}
+	c, err := net.Dial("tcp", strings.TrimPrefix(jg.grpc, "http://"))
+	if err != nil {
+		return false
+	}
+	c.Close()
 	return true
 }
 
@@ -419,8 +428,9 @@ func TestShipToJaeger(t *testing.T) {
 	}
 }
 
-// TestShipBadInput: an invalid OTEL_* value is refused at once, naming
-// it; an unreachable collector gives one line, however long it stays
+// TestShipBadInput: an invalid OTEL_* value or flag (a protocol Go's
+// SDK has no exporter for) is refused at once, naming it; an unreachable
+// collector, over HTTP or gRPC, gives one line, however long it stays
 // down, and the cursor does not move.
 func TestShipBadInput(t *testing.T) {
 	if testing.Short() {
@@ -437,31 +447,38 @@ func TestShipBadInput(t *testing.T) {
 	if _, err := os.Stat(missing); code != 1 || !strings.Contains(out, "no journal at "+missing) || err == nil {
 		t.Errorf("ship of a missing journal: exit %d, file %v\n%s", code, err, out)
 	}
-	code, out = runCLIProcess(t, []string{"OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, "ship", "--journal", jp)
-	if code != 1 || !strings.Contains(out, "OTEL_EXPORTER_OTLP_PROTOCOL") || !strings.Contains(out, "http/protobuf") {
-		t.Errorf("ship with OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exit %d\n%s", code, out)
+	code, out = runCLIProcess(t, []string{"OTEL_EXPORTER_OTLP_PROTOCOL=http/json"}, "ship", "--journal", jp)
+	if code != 1 || !strings.Contains(out, `OTEL_EXPORTER_OTLP_PROTOCOL="http/json"`) || !strings.Contains(out, "no OTLP/JSON exporter; give http/protobuf") {
+		t.Errorf("ship with OTEL_EXPORTER_OTLP_PROTOCOL=http/json: exit %d\n%s", code, out)
+	}
+	code, out = runCLIProcess(t, []string{"OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, "ship", "--otlp-protocol", "grpcs", "--journal", jp)
+	if code != 1 || !strings.Contains(out, `--otlp-protocol="grpcs" is not an OTLP protocol: give grpc`) {
+		t.Errorf("ship --otlp-protocol grpcs: exit %d\n%s", code, out)
 	}
 	code, out = runCLIProcess(t, nil, "ship", "--otlp-endpoint", "localhost:4318", "--journal", jp)
 	if code != 1 || !strings.Contains(out, "--otlp-endpoint") || !strings.Contains(out, "http://localhost:4318") {
 		t.Errorf("ship --otlp-endpoint localhost:4318: exit %d\n%s", code, out)
 	}
 
-	ship, shipOut := cliProcess(t, nil, "ship", "--follow", "--otlp-endpoint", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), "--journal", jp)
-	if err := ship.Start(); err != nil {
-		t.Fatal(err)
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		ship, shipOut := cliProcess(t, nil, "ship", "--follow", "--otlp-protocol", protocol,
+			"--otlp-endpoint", fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), "--journal", jp)
+		if err := ship.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitLine(t, shipOut, "otlp export failing", 1)
+		time.Sleep(time.Second) // several more tries
+		_ = ship.Process.Signal(os.Interrupt)
+		err := ship.Wait()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		if n := strings.Count(shipOut.String(), "\n"); n != 1 || !strings.Contains(shipOut.String(), "connection refused") {
+			t.Errorf("%s: want one line naming the refused connection, got:\n%s", protocol, shipOut.String())
+		}
 	}
-	waitLine(t, shipOut, "otlp export failing", 1)
-	time.Sleep(time.Second) // several more tries
-	_ = ship.Process.Signal(os.Interrupt)
-	err := ship.Wait()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		t.Fatal(err)
-	}
-	if n := strings.Count(shipOut.String(), "\n"); n != 1 || !strings.Contains(shipOut.String(), "connection refused") {
-		t.Errorf("want one line naming the refused connection, got:\n%s", shipOut.String())
-	}
-	j, err = store.Open(jp, &store.Options{ReadOnly: true})
+	j, err := store.Open(jp, &store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,12 +596,23 @@ func statusLag(t *testing.T, jp string) *exportLag {
 // MCP client appear in Jaeger as spans with the conventions' names and
 // attributes, and the client's identity; a call the client makes in a
 // span of its own (traceparent in _meta) appears in the client's trace,
-// as a child of its span.
+// as a child of its span. Over OTLP/HTTP and over gRPC (--otlp-protocol
+// grpc to Jaeger's gRPC receiver).
 func TestServeExportToJaeger(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Jaeger")
 	}
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) { serveExportToJaeger(t, protocol) })
+	}
+}
+
+func serveExportToJaeger(t *testing.T, protocol string) {
 	jg := startJaeger(t)
+	endpoint := jg.otlp
+	if protocol == "grpc" {
+		endpoint = jg.grpc
+	}
 	dir := t.TempDir()
 	cfg := faultConfig(t, dir, false)
 	jp := filepath.Join(dir, "journal.db")
@@ -594,7 +622,7 @@ func TestServeExportToJaeger(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--journal", jp,
-			"--otlp-endpoint", jg.otlp}, strings.NewReader(""), io.Discard, errb)
+			"--otlp-endpoint", endpoint, "--otlp-protocol", protocol}, strings.NewReader(""), io.Discard, errb)
 	}()
 	url := waitServing(t, errb, done)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "otel-client", Version: "1"}, nil).Connect(t.Context(),
@@ -691,8 +719,9 @@ func checkJoined(t *testing.T, jg *jaeger, agent trace.SpanContext, id string) {
 }
 
 // TestLiveExportBadSetting: an OTEL_* setting that cannot work (here
-// another program's gRPC telemetry) does not stop run: one warning says
-// there is no export this session and what to do; the session runs.
+// another program's OTLP/JSON telemetry), or a flag (--otlp-protocol
+// http/json), does not stop run: one warning says there is no export
+// this session and what to do; the session runs.
 func TestLiveExportBadSetting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs mcpledger processes")
@@ -700,9 +729,14 @@ func TestLiveExportBadSetting(t *testing.T) {
 	dir := t.TempDir()
 	cfg := faultConfig(t, dir, false)
 	jp := filepath.Join(dir, "journal.db")
-	code, out := runCLIProcess(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
+	code, out := runCLIProcess(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"},
 		"run", "--once", "--journal", jp, "--mcp-config", cfg, "--workspace", dir)
 	if code != 0 || strings.Count(out, "no OTLP export this session") != 1 || !strings.Contains(out, "OTEL_EXPORTER_OTLP_PROTOCOL") {
-		t.Errorf("run --once with OTEL_EXPORTER_OTLP_PROTOCOL=grpc: exit %d\n%s", code, out)
+		t.Errorf("run --once with OTEL_EXPORTER_OTLP_PROTOCOL=http/json: exit %d\n%s", code, out)
+	}
+	code, out = runCLIProcess(t, nil, "run", "--once", "--otlp-endpoint", "http://127.0.0.1:4318", "--otlp-protocol", "http/json",
+		"--journal", jp, "--mcp-config", cfg, "--workspace", dir)
+	if code != 0 || strings.Count(out, "no OTLP export this session") != 1 || !strings.Contains(out, `--otlp-protocol="http/json"`) {
+		t.Errorf("run --once --otlp-protocol http/json: exit %d\n%s", code, out)
 	}
 }

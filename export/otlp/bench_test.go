@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -11,6 +12,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
@@ -171,4 +177,88 @@ func BenchmarkMapAndFold(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 	})
+}
+
+// BenchmarkShipProtocol: a backfill of a journal of calls, metrics
+// included, to an OTLP/HTTP receiver and to an OTLP/gRPC one, in the
+// same run, each decoding every request and acknowledging it (events/s).
+func BenchmarkShipProtocol(b *testing.B) {
+	const n = 100_000
+	j, err := store.Open(benchJournal(b, n), &store.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m proto.Message
+		switch r.URL.Path {
+		case "/v1/traces":
+			m = &coltrace.ExportTraceServiceRequest{}
+		case "/v1/logs":
+			m = &collogs.ExportLogsServiceRequest{}
+		default:
+			m = &colmetrics.ExportMetricsServiceRequest{}
+		}
+		if err := proto.Unmarshal(body, m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer h.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := grpc.NewServer()
+	coltrace.RegisterTraceServiceServer(g, discardTraces{})
+	collogs.RegisterLogsServiceServer(g, discardLogs{})
+	colmetrics.RegisterMetricsServiceServer(g, discardMetrics{})
+	go func() { _ = g.Serve(l) }()
+	defer g.Stop()
+	for _, tc := range []struct {
+		name     string
+		p        otlp.Protocol
+		endpoint string
+	}{{"http", otlp.HTTPProtobuf, h.URL}, {"grpc", otlp.GRPC, "http://" + l.Addr().String()}} {
+		b.Run(tc.name, func(b *testing.B) {
+			x, err := otlp.NewExporter(b.Context(), otlp.ExporterOptions{Protocol: tc.p, Endpoint: tc.endpoint})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer x.Shutdown(context.Background())
+			for b.Loop() {
+				st, err := otlp.NewShipper(j, &memCursor{}, x, nil).Ship(b.Context(), false)
+				if err != nil || st.Events != n || st.Failures != 0 {
+					b.Fatal(st, err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+type discardTraces struct {
+	coltrace.UnimplementedTraceServiceServer
+}
+
+func (discardTraces) Export(context.Context, *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+type discardLogs struct {
+	collogs.UnimplementedLogsServiceServer
+}
+
+func (discardLogs) Export(context.Context, *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
+	return &collogs.ExportLogsServiceResponse{}, nil
+}
+
+type discardMetrics struct {
+	colmetrics.UnimplementedMetricsServiceServer
+}
+
+func (discardMetrics) Export(context.Context, *colmetrics.ExportMetricsServiceRequest) (*colmetrics.ExportMetricsServiceResponse, error) {
+	return &colmetrics.ExportMetricsServiceResponse{}, nil
 }

@@ -1,8 +1,9 @@
 // Package otlp ships the journal to OpenTelemetry: it owns the mapping of
 // journal events to spans and log records, the fold of the journal into
-// metrics, and the shipper that sends them, over OTLP/HTTP with the
-// official Go SDK's exporters, from a cursor. Export is a projection of the journal: it reads events that are
-// already durable and never writes one.
+// metrics, and the shipper that sends them, over OTLP/HTTP or OTLP/gRPC
+// with the official Go SDK's exporters, from a cursor. Export is a
+// projection of the journal: it reads events that are already durable
+// and never writes one.
 //
 // # Mapping (pure: [Mapper])
 //
@@ -94,6 +95,32 @@
 // out. The writer of the journal keeps it
 // in the journal's cursors bucket (store.Journal.SaveCursor); a shipper
 // beside a running writer keeps it in a [FileCursor].
+//
+// # Protocols ([SDKExporter])
+//
+// Each signal goes over the protocol [ExporterOptions].Protocol names
+// (the --otlp-protocol flag), else its
+// OTEL_EXPORTER_OTLP_{TRACES,LOGS,METRICS}_PROTOCOL, else
+// OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf, the specification's
+// default: grpc (port 4317 usually) or http/protobuf (4318). http/json
+// is refused before anything is read: the Go SDK has no exporter for
+// it. Endpoint, headers, insecure, certificates, compression and timeout
+// are read by the SDK's exporters from the standard variables; an
+// endpoint is a URL for both (http://host:4317 for gRPC: plain text;
+// https://: TLS). The lossless contract does not depend on the
+// protocol: an export returns nil only once the receiver acknowledged
+// (an OTLP/gRPC Export answered OK), the SDK's retries are off, and a
+// lost gRPC connection is tried again at most 2 s (and jitter) apart:
+// gRPC's own backoff grows to 2 minutes, during which every export
+// fails at once, collector back or not. Over gRPC a batch's log
+// bodies are kept to 2 MiB, not 4 ([SDKExporter.MaxBatchBytes]): a gRPC
+// receiver refuses a message over 4 MiB by default (a collector's,
+// Jaeger's), to every try. A failed export whose
+// error shows the other protocol at the endpoint (gRPC to an HTTP port,
+// HTTP to a gRPC port, TLS to plain text), a message over the gRPC
+// receiver's limit (one event that large) or a receiver without the
+// signal's pipeline (404 over HTTP, an unknown service over gRPC) says
+// in its one failure line what to try.
 //
 // The package must not write events, and imports only events and
 // tracectx from the module.

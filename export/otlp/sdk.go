@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
@@ -24,21 +21,31 @@ import (
 )
 
 // ErrConfig is the error of an exporter setting that cannot work: a
-// protocol other than HTTP/protobuf, an endpoint that is not a URL, an
-// OTEL_* variable that does not parse.
+// protocol other than grpc and http/protobuf, an endpoint that is not a
+// URL, an OTEL_* variable that does not parse.
 var ErrConfig = errors.New("otlp: invalid exporter setting")
 
 // scopeName is the instrumentation scope of everything exported.
 const scopeName = "github.com/mcpledger/mcpledger/export/otlp"
 
 // ExporterOptions configure [NewExporter]. The standard OTEL_* variables
-// (endpoint, headers, timeout, service name, resource attributes) apply
-// as the OpenTelemetry SDK reads them; a field set here wins.
+// (protocol, endpoint, headers, insecure, certificates, compression,
+// timeout, service name, resource attributes) apply as the OpenTelemetry
+// SDK reads them; a field set here wins.
 type ExporterOptions struct {
-	// Endpoint is the OTLP/HTTP base URL (http://host:4318): traces go to
-	// its /v1/traces, logs to its /v1/logs, metrics to its /v1/metrics.
-	// "": OTEL_EXPORTER_OTLP_ENDPOINT, else the SDK's default,
-	// http://localhost:4318.
+	// Protocol is the protocol of all three signals. "": each signal's
+	// OTEL_EXPORTER_OTLP_{TRACES,LOGS,METRICS}_PROTOCOL, else
+	// OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf (the
+	// specification's default). http/json is refused: the Go SDK has no
+	// exporter for it.
+	Protocol Protocol
+	// Endpoint is the collector's base URL. Over OTLP/HTTP
+	// (http://host:4318) traces go to its /v1/traces, logs to its
+	// /v1/logs, metrics to its /v1/metrics; over gRPC (http://host:4317)
+	// all three go to its host and port, in plain text for http:// and
+	// over TLS for https://. "": OTEL_EXPORTER_OTLP_ENDPOINT (and the
+	// per-signal ones), else the SDK's default, http://localhost:4318 or
+	// localhost:4317.
 	Endpoint string
 	// Timeout bounds one export request. Zero: OTEL_EXPORTER_OTLP_TIMEOUT,
 	// else the SDK's 10 s.
@@ -51,14 +58,16 @@ type ExporterOptions struct {
 }
 
 // SDKExporter sends mapped spans, logs and metric points with the
-// OpenTelemetry SDK's OTLP/HTTP (protobuf) exporters, synchronously:
+// OpenTelemetry SDK's OTLP exporters, over HTTP (protobuf) or gRPC,
+// each signal by its protocol, synchronously:
 // [SDKExporter.Export] returns nil only once the receiver has
 // acknowledged all three. The SDK's own retries are off: the [Shipper]
 // retries, from the journal.
 type SDKExporter struct {
 	spans   sdktrace.SpanExporter
 	logs    sdklog.Exporter
-	metrics *otlpmetrichttp.Exporter
+	metrics metricExporter
+	proto   protocols
 	res     *resource.Resource
 	tp      *sdktrace.TracerProvider
 	tracer  trace.Tracer
@@ -75,6 +84,10 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 	if err := checkEnv(o); err != nil {
 		return nil, err
 	}
+	p, err := resolveProtocols(o.Protocol, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	env, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil {
 		return nil, fmt.Errorf("%w: OTEL_RESOURCE_ATTRIBUTES or OTEL_SERVICE_NAME: %w (give key=value pairs, comma-separated, values URL-encoded)", ErrConfig, err)
@@ -84,33 +97,18 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	topts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false})}
-	lopts := []otlploghttp.Option{otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false})}
-	mopts := []otlpmetrichttp.Option{otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false})}
-	if o.Endpoint != "" {
-		topts = append(topts, otlptracehttp.WithEndpointURL(o.Endpoint+"/v1/traces"))
-		lopts = append(lopts, otlploghttp.WithEndpointURL(o.Endpoint+"/v1/logs"))
-		mopts = append(mopts, otlpmetrichttp.WithEndpointURL(o.Endpoint+"/v1/metrics"))
-	}
-	if o.Timeout > 0 {
-		topts = append(topts, otlptracehttp.WithTimeout(o.Timeout))
-		lopts = append(lopts, otlploghttp.WithTimeout(o.Timeout))
-		mopts = append(mopts, otlpmetrichttp.WithTimeout(o.Timeout))
-	}
-	se, err := otlptracehttp.New(ctx, topts...)
+	se, err := newTraceExporter(ctx, p.traces, o.Endpoint, o.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w: traces exporter: %w", ErrConfig, err)
 	}
 	var le sdklog.Exporter
 	if !o.NoLogs {
-		if le, err = otlploghttp.New(ctx, lopts...); err != nil {
+		if le, err = newLogExporter(ctx, p.logs, o.Endpoint, o.Timeout); err != nil {
 			_ = se.Shutdown(ctx)
 			return nil, fmt.Errorf("%w: logs exporter: %w", ErrConfig, err)
 		}
 	}
-	// The points are built by the Metrics fold, cumulative: the
-	// exporter's temporality and aggregation selectors are not used.
-	me, err := otlpmetrichttp.New(ctx, mopts...)
+	me, err := newMetricExporter(ctx, p.metrics, o.Endpoint, o.Timeout)
 	if err != nil {
 		_ = se.Shutdown(ctx)
 		if le != nil {
@@ -118,7 +116,7 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 		}
 		return nil, fmt.Errorf("%w: metrics exporter: %w", ErrConfig, err)
 	}
-	x := &SDKExporter{spans: se, logs: le, metrics: me, res: res, sc: &spanCollector{}, lc: &logCollector{}}
+	x := &SDKExporter{spans: se, logs: le, metrics: me, proto: p, res: res, sc: &spanCollector{}, lc: &logCollector{}}
 	// No limits: the journal bounds what a span carries, and the SDK's
 	// defaults (128 events) would drop the transitions of a flapping
 	// server's connection span without a word.
@@ -138,29 +136,47 @@ func NewExporter(ctx context.Context, o ExporterOptions) (*SDKExporter, error) {
 func (x *SDKExporter) Export(ctx context.Context, spans []Span, logs []Log, metrics []metricdata.Metrics) error {
 	if len(spans) > 0 {
 		if err := x.spans.ExportSpans(ctx, x.sdkSpans(spans)); err != nil {
-			return fmt.Errorf("traces: %w", err)
+			return fmt.Errorf("traces: %w%s", err, hint(err, x.proto.traces, "traces", ""))
 		}
 	}
 	if len(logs) > 0 && x.logs != nil {
 		if err := x.logs.Export(ctx, x.sdkLogs(logs)); err != nil {
-			return fmt.Errorf("logs: %w%s", err, noPipeline(err, "logs", "OTEL_LOGS_EXPORTER"))
+			return fmt.Errorf("logs: %w%s", err, hint(err, x.proto.logs, "logs", "OTEL_LOGS_EXPORTER"))
 		}
 	}
 	if len(metrics) > 0 {
 		rm := &metricdata.ResourceMetrics{Resource: x.res, ScopeMetrics: []metricdata.ScopeMetrics{
 			{Scope: instrumentation.Scope{Name: scopeName}, Metrics: metrics}}}
 		if err := x.metrics.Export(ctx, rm); err != nil {
-			return fmt.Errorf("metrics: %w%s", err, noPipeline(err, "metrics", "OTEL_METRICS_EXPORTER"))
+			return fmt.Errorf("metrics: %w%s", err, hint(err, x.proto.metrics, "metrics", "OTEL_METRICS_EXPORTER"))
 		}
 	}
 	return nil
 }
 
-// noPipeline says what to do when the receiver answered a signal's
-// export with 404, as a receiver without that signal's pipeline does (the
-// SDK's error gives the HTTP status only in its text): "" otherwise.
-func noPipeline(err error, signal, variable string) string {
-	if !strings.Contains(err.Error(), " 404 Not Found") {
+// hint says what to try after a failed export of signal over p: the
+// endpoint answers the other protocol (wrongProtocol), the request is
+// larger than the receiver takes (tooLarge), or it takes no signal
+// (noPipeline, when the signal can be turned off with variable); ""
+// otherwise.
+func hint(err error, p Protocol, signal, variable string) string {
+	if h := wrongProtocol(err, p) + tooLarge(err, p); h != "" {
+		return h
+	}
+	if variable == "" {
+		return ""
+	}
+	return noPipeline(err, p, signal, variable)
+}
+
+// noPipeline says what to do when the receiver has no pipeline for a
+// signal: over HTTP it answers 404, over gRPC Unimplemented for the
+// signal's service (the SDK's errors say so only in their text): ""
+// otherwise.
+func noPipeline(err error, p Protocol, signal, variable string) string {
+	msg := err.Error()
+	if p == GRPC && !(strings.Contains(msg, "code = Unimplemented") && strings.Contains(msg, "unknown service")) ||
+		p != GRPC && !strings.Contains(msg, " 404 Not Found") {
 		return ""
 	}
 	return fmt.Sprintf(" (the collector takes no %s: give it a %s pipeline, or set %s=none to send none; the journal keeps every event)", signal, signal, variable)
@@ -265,11 +281,6 @@ func (c *logCollector) ForceFlush(context.Context) error                       {
 // checkEnv refuses the settings the SDK would ignore or misread with a
 // line on stderr: mcpledger says what is wrong once, before it starts.
 func checkEnv(o ExporterOptions) error {
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
-		if v := os.Getenv(k); v != "" && v != "http/protobuf" {
-			return fmt.Errorf("%w: %s=%q: mcpledger exports OTLP over HTTP/protobuf only (port 4318 usually); set it to http/protobuf or unset it", ErrConfig, k, v)
-		}
-	}
 	endpoints := map[string]string{"--otlp-endpoint": o.Endpoint}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
 		endpoints[k] = os.Getenv(k)
@@ -280,7 +291,7 @@ func checkEnv(o ExporterOptions) error {
 		}
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%w: %s=%q is not an http(s) URL: give the collector's OTLP/HTTP address, like http://localhost:4318", ErrConfig, k, v)
+			return fmt.Errorf("%w: %s=%q is not an http(s) URL: give the collector's address as a URL, like http://localhost:4318 (OTLP/HTTP) or http://localhost:4317 (gRPC)", ErrConfig, k, v)
 		}
 	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT"} {

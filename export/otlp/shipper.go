@@ -40,6 +40,12 @@ type Exporter interface {
 	Export(ctx context.Context, spans []Span, logs []Log, metrics []metricdata.Metrics) error
 }
 
+// batchBudget is an Exporter whose receiver takes requests of a bounded
+// size: MaxBatchBytes is the budget of a batch's log record bodies.
+type batchBudget interface {
+	MaxBatchBytes() int
+}
+
 // Options configure a [Shipper]. A zero field gives its default.
 type Options struct {
 	// Logger gets one line when exports start failing and one when they
@@ -50,7 +56,9 @@ type Options struct {
 	Batch int
 	// MaxBytes ends a batch early once its log records' bodies (the
 	// events' payloads, most of a request) reach this many bytes, to stay
-	// under receivers' request limits. Default 4 MiB.
+	// under receivers' request limits. Default: what the exporter's
+	// MaxBatchBytes says, if it has that method and says a positive
+	// number ([SDKExporter.MaxBatchBytes]), else 4 MiB.
 	MaxBytes int
 	// Linger is how often a following Ship reads the journal again for
 	// new events (and so how long an event may wait to be exported).
@@ -102,6 +110,9 @@ func NewShipper(src Source, cur Cursor, exp Exporter, o *Options) *Shipper {
 	}
 	if s.o.MaxBytes <= 0 {
 		s.o.MaxBytes = 4 << 20
+		if b, ok := exp.(batchBudget); ok && b.MaxBatchBytes() > 0 {
+			s.o.MaxBytes = b.MaxBatchBytes()
+		}
 	}
 	if s.o.Linger <= 0 {
 		s.o.Linger = 200 * time.Millisecond

@@ -369,9 +369,9 @@ func waitFor(t *testing.T, ok func() bool) {
 // naming the variable and what to give.
 func TestNewExporterRefusesBadSettings(t *testing.T) {
 	for _, tc := range []struct{ key, value, want string }{
-		{"OTEL_EXPORTER_OTLP_PROTOCOL", "grpc", "HTTP/protobuf only"},
-		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json", "HTTP/protobuf only"},
-		{"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc", "HTTP/protobuf only"},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "no OTLP/JSON exporter"},
+		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json", "no OTLP/JSON exporter"},
+		{"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpcs", "not an OTLP protocol"},
 		{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "localhost:4318/v1/metrics", "not an http(s) URL"},
 		{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "5s", "milliseconds"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318", "not an http(s) URL"},
@@ -386,10 +386,18 @@ func TestNewExporterRefusesBadSettings(t *testing.T) {
 			}
 		})
 	}
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "5000")
-	if _, err := otlp.NewExporter(t.Context(), otlp.ExporterOptions{Endpoint: "http://127.0.0.1:4318"}); err != nil {
-		t.Errorf("NewExporter with good settings: %v", err)
+	for _, p := range []string{"http/protobuf", "grpc"} {
+		t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", p)
+		t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "5000")
+		x, err := otlp.NewExporter(t.Context(), otlp.ExporterOptions{Endpoint: "http://127.0.0.1:4318"})
+		if err != nil {
+			t.Errorf("NewExporter with good settings (%s): %v", p, err)
+			continue
+		}
+		_ = x.Shutdown(t.Context())
+	}
+	if _, err := otlp.NewExporter(t.Context(), otlp.ExporterOptions{Protocol: "http/json"}); !errors.Is(err, otlp.ErrConfig) || !strings.Contains(err.Error(), "--otlp-protocol") {
+		t.Errorf("NewExporter with Protocol http/json: %v", err)
 	}
 	if _, err := otlp.NewExporter(t.Context(), otlp.ExporterOptions{Endpoint: "127.0.0.1:4318"}); !errors.Is(err, otlp.ErrConfig) {
 		t.Errorf("NewExporter with an endpoint without a scheme: %v", err)
