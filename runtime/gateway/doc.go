@@ -16,9 +16,11 @@
 // bounds (limits.go: a budget of request bytes and requests in flight, a
 // body deadline; sessions.go: a cap on client sessions, least recently
 // used idle ones evicted, idle ones closed; a flush of go-sdk's last
-// request after a large one), the fast call path (fastcall.go: a
-// tools/call nothing could need a stream for, answered as one JSON
-// response without go-sdk's server),
+// request after a large one), the fast call paths (fastcall.go: a
+// session's tools/call nothing could need a stream for, answered as one
+// JSON response without go-sdk's server; fastcall2026.go: the same for a
+// 2026-07-28 client's sessionless call, without go-sdk's per-request
+// session),
 // forwarding between clients and servers (sampling, elicitation, progress,
 // cancellation, log messages, resource subscriptions, and the rounds of
 // 2026-07-28 input_required results: inputrequired.go), and approvals by
