@@ -45,7 +45,7 @@ var completeResult = func() mcp.CallToolResult {
 // resultType (input_required is go-sdk's to handle), or a block of any
 // other type or with other keys (annotations, _meta), is left to go-sdk.
 func decodeTextResult(raw []byte) *mcp.CallToolResult {
-	var top map[string]json.RawMessage
+	var top sdkjson.Object
 	if sdkjson.Unmarshal(raw, &top) != nil {
 		return nil
 	}
@@ -76,7 +76,7 @@ func decodeTextResult(raw []byte) *mcp.CallToolResult {
 			return nil
 		}
 	}
-	var blocks []map[string]json.RawMessage
+	var blocks []sdkjson.Object
 	if sdkjson.Unmarshal(content, &blocks) != nil || blocks == nil {
 		return nil
 	}

@@ -57,10 +57,10 @@ type fastRequest struct {
 
 // fastParams are a tools/call's params, or notifications/cancelled's.
 type fastParams struct {
-	Name      string                     `json:"name"`
-	Arguments json.RawMessage            `json:"arguments"`
-	Meta      map[string]json.RawMessage `json:"_meta"`
-	RequestID json.RawMessage            `json:"requestId"` // notifications/cancelled
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      sdkjson.Object  `json:"_meta"`
+	RequestID json.RawMessage `json:"requestId"` // notifications/cancelled
 	// A retry after input_required (2026-07-28): go-sdk's path resumes it.
 	InputResponses json.RawMessage `json:"inputResponses"`
 	RequestState   json.RawMessage `json:"requestState"`

@@ -10,6 +10,7 @@
 package sdkjson
 
 import (
+	stdjson "encoding/json"
 	"errors"
 
 	"github.com/segmentio/encoding/json"
@@ -68,4 +69,25 @@ func tooDeep(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// Object is a JSON object's members, undecoded. Decode objects into it
+// rather than into a map[string]json.RawMessage: segmentio's decoder makes
+// such a map with room for 64 members (some 3 KB) when it is nil, and an
+// Object starts with room for a few (the objects of the call path have a
+// handful of members).
+type Object map[string]stdjson.RawMessage
+
+// UnmarshalJSON decodes data, an object (or null), as Unmarshal does.
+func (o *Object) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*o = nil
+		return nil
+	}
+	m := make(map[string]stdjson.RawMessage, 4)
+	if _, err := json.Parse(data, &m, json.DontMatchCaseInsensitiveStructFields); err != nil {
+		return err
+	}
+	*o = m
+	return nil
 }

@@ -3,6 +3,7 @@ package sdkjson
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -52,5 +53,45 @@ func TestUnmarshalRefuses(t *testing.T) {
 		if err := Unmarshal([]byte(bad), &v); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// An Object decodes as a map of raw members, null as nil; it allocates a
+// fraction of what segmentio's own map of raw messages does.
+func TestObject(t *testing.T) {
+	var o Object
+	if err := Unmarshal([]byte(`{"a":{"b":[1]},"c":"d"}`), &o); err != nil || len(o) != 2 || string(o["a"]) != `{"b":[1]}` || string(o["c"]) != `"d"` {
+		t.Fatalf("%v %q", err, o)
+	}
+	var s struct {
+		O Object   `json:"o"`
+		L []Object `json:"l"`
+	}
+	if err := Unmarshal([]byte(`{"o":null,"l":[{"x":1},{}]}`), &s); err != nil || s.O != nil || len(s.L) != 2 || string(s.L[0]["x"]) != "1" || len(s.L[1]) != 0 {
+		t.Fatalf("%v %+v", err, s)
+	}
+	if err := Unmarshal([]byte(`{"o":[1]}`), &s); err == nil {
+		t.Error("an array decoded as an Object")
+	}
+	data := []byte(`{"type":"text","text":"hello"}`)
+	allocated := func(decode func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 1000 {
+			decode()
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	obj := allocated(func() {
+		var o Object
+		_ = Unmarshal(data, &o)
+	})
+	raw := allocated(func() {
+		var m map[string]json.RawMessage
+		_ = Unmarshal(data, &m)
+	})
+	if obj*4 > raw {
+		t.Errorf("1000 Objects allocate %d bytes, 1000 maps of raw messages %d: want a quarter or less", obj, raw)
 	}
 }
