@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mcpledger/mcpledger/events"
-	"github.com/mcpledger/mcpledger/store"
 )
 
 // TestExportToJaegerOverGRPC: `run` with OTEL_EXPORTER_OTLP_PROTOCOL=grpc
@@ -56,17 +55,7 @@ func TestExportToJaegerOverGRPC(t *testing.T) {
 	checkSpans(t, jg, newer(live, all))
 	waitUpToDate(t, jp)
 	stopRun(t, holder)
-	j, err := store.Open(jp, &store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := j.Cursor(t.Context(), shipCursor)
-	var last uint64
-	_ = j.ReadAll(t.Context(), 1, func(e events.Event) error { last = e.GPos; return nil })
-	j.Close()
-	if err != nil || c.GPos != last {
-		t.Errorf("the journal's cursor after run stopped: %+v, %v; want at the last event, %d", c, err, last)
-	}
+	checkCursorAtEnd(t, jp)
 
 	jg.kill()
 	jg.start(t)

@@ -555,17 +555,7 @@ func TestLiveExportToJaeger(t *testing.T) {
 	if lag := statusLag(t, jp); lag == nil || lag.Events != 0 {
 		t.Errorf("status after run stopped: export %+v; want up to date (run ships its session's end)", lag)
 	}
-	j, err := store.Open(jp, &store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := j.Cursor(t.Context(), shipCursor)
-	var last uint64
-	_ = j.ReadAll(t.Context(), 1, func(e events.Event) error { last = e.GPos; return nil })
-	j.Close()
-	if err != nil || c.GPos != last {
-		t.Errorf("the journal's cursor after run stopped: %+v, %v; want at the last event, %d", c, err, last)
-	}
+	checkCursorAtEnd(t, jp)
 
 	jg.kill()
 	jg.start(t)
@@ -738,5 +728,22 @@ func TestLiveExportBadSetting(t *testing.T) {
 		"--journal", jp, "--mcp-config", cfg, "--workspace", dir)
 	if code != 0 || strings.Count(out, "no OTLP export this session") != 1 || !strings.Contains(out, `--otlp-protocol="http/json"`) {
 		t.Errorf("run --once --otlp-protocol http/json: exit %d\n%s", code, out)
+	}
+}
+
+// checkCursorAtEnd checks that the journal at jp keeps its export cursor
+// at its last event (run stopped, every event acknowledged).
+func checkCursorAtEnd(t *testing.T, jp string) {
+	t.Helper()
+	j, err := store.Open(jp, &store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := j.Cursor(t.Context(), shipCursor)
+	var last uint64
+	_ = j.ReadAll(t.Context(), 1, func(e events.Event) error { last = e.GPos; return nil })
+	j.Close()
+	if err != nil || c.GPos != last {
+		t.Errorf("the journal's cursor after run stopped: %+v, %v; want at the last event, %d", c, err, last)
 	}
 }

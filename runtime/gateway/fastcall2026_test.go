@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -144,11 +142,7 @@ func TestFastCall2026InputRequired(t *testing.T) {
 // fast path (application/json).
 func TestFastCall2026LeavesToGoSDK(t *testing.T) {
 	up, _ := upstream("up")
-	hdr := mcp.NewServer(&mcp.Implementation{Name: "hdr", Version: "1"}, nil)
-	hdr.AddTool(&mcp.Tool{Name: "region", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return textResult("regional"), nil
-		})
+	hdr := regionServer()
 	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up, "hdr": hdr})
 	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
 	endpoint := srv.URL + gateway.Path

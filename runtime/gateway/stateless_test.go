@@ -216,11 +216,7 @@ func TestGatewayAskPolicyInputRequired(t *testing.T) {
 // a stateless server refuses it; an initialize still opens a session.
 func TestGatewayHTTPHeaderValidation(t *testing.T) {
 	up, _ := upstream("up")
-	hdr := mcp.NewServer(&mcp.Implementation{Name: "hdr", Version: "1"}, nil)
-	hdr.AddTool(&mcp.Tool{Name: "region", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return textResult("regional"), nil
-		})
+	hdr := regionServer()
 	f := startGateway(t, nil, nil, map[string]*mcp.Server{"up": up, "hdr": hdr})
 	srv := httptestServer(t, f, f.gw.HTTPHandler(nil))
 	endpoint := srv.URL + gateway.Path
@@ -593,4 +589,16 @@ func TestGatewayRequestOf2025ServerTo2026Client(t *testing.T) {
 			t.Errorf("tool answers %q, want %q in it", got, want)
 		}
 	}
+}
+
+// regionServer is a server whose tool "region" declares its parameter
+// region an x-mcp-header (Region): a 2026-07-28 call of it carries
+// Mcp-Param-Region, which go-sdk checks against the body.
+func regionServer() *mcp.Server {
+	hdr := mcp.NewServer(&mcp.Implementation{Name: "hdr", Version: "1"}, nil)
+	hdr.AddTool(&mcp.Tool{Name: "region", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("regional"), nil
+		})
+	return hdr
 }
