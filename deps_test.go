@@ -53,8 +53,9 @@ var allowed = map[string][]string{
 	"runtime/runtimetest":      {"*"}, // test servers and helpers
 	"replay":                   {"events", "fsm", "projections", "github.com/google/uuid"},
 	// export/otlp: the journal as OpenTelemetry spans, logs and metrics, shipped
-	// with the official SDK's OTLP exporters; it writes no event.
-	"export/otlp": {"events", "tracectx", "github.com/google/uuid", "go.opentelemetry.io/otel"},
+	// with the official SDK's OTLP exporters; it writes no event. grpc only
+	// for the gRPC connection's reconnect backoff (protocol.go).
+	"export/otlp": {"events", "tracectx", "github.com/google/uuid", "go.opentelemetry.io/otel", "google.golang.org/grpc"},
 	// tracectx: the trace identity of the ledger's spans (IDs derived from
 	// the journal, the W3C trace context in and out), shared by runtime
 	// and export/otlp so both derive a call's span ID alike.
