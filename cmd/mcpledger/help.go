@@ -64,7 +64,8 @@ Commands:
         journaled with the client's identity
   status | tools [--server NAME]... [--json]
         servers and tools of the running mcpledger, or of the last session;
-        tools --json includes each tool's input and output schemas
+        tools --json includes each tool's input and output schemas;
+        status --cursor FILE: how far a ship --cursor FILE is behind
   call TOOL [--args JSON|@FILE|-] [--json]
         call a tool (through the running mcpledger, or in a one-shot session);
         --args @FILE or - reads the arguments from a file or standard input
