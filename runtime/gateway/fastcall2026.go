@@ -155,7 +155,7 @@ func (g *Gateway) serveFast2026(w http.ResponseWriter, r *http.Request, body []b
 	rt := resultComplete
 	if err == nil && res.InputRequests != nil {
 		rt = resultInputRequired
-		if res.Content != nil || res.StructuredContent != nil { // as go-sdk refuses it
+		if len(res.Content) > 0 || res.StructuredContent != nil { // as go-sdk refuses it (hasContent)
 			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
 		}
 	}
