@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
 	"github.com/mcpledger/mcpledger/store"
@@ -57,6 +58,18 @@ func fileExportLagOf(ctx context.Context, l ledger, path string) (*exportLag, er
 		return nil, fmt.Errorf("the export cursor %s cannot be read: %w; pass the file mcpledger ship --cursor keeps", path, err)
 	case !ok:
 		return nil, fmt.Errorf("no export cursor at %s: mcpledger ship --cursor %s writes it once the collector acknowledged its first events; check the path, or start that ship", path, path)
+	}
+	if p.ID != uuid.Nil && p.GPos > 0 {
+		// The file names the event at its position: another journal's
+		// holds another there.
+		var at events.Event
+		err := l.ReadAll(ctx, p.GPos, func(e events.Event) error { at = e; return errFound })
+		if err != nil && !errors.Is(err, errFound) {
+			return nil, err
+		}
+		if at.GPos == p.GPos && at.ID != p.ID {
+			return nil, fmt.Errorf("the export cursor %s is at gpos %d, where the journal %s holds another event than the one its ship acknowledged: it is another journal's; pass the --journal its ship reads", path, p.GPos, l.Path())
+		}
 	}
 	lag, err := lagAfter(ctx, l, p.GPos)
 	if err != nil {

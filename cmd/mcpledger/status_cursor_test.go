@@ -92,11 +92,18 @@ func TestStatusShipCursor(t *testing.T) {
 	if err := os.WriteFile(other, []byte(`{"gpos":99,"from":1}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Another journal's cursor within this one's range: the ID of the
+	// event at its position is not this journal's.
+	within := filepath.Join(dir, "within.cursor")
+	if err := os.WriteFile(within, []byte(`{"gpos":3,"from":4,"id":"01a20252-0000-7000-8000-000000000999"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ path, want string }{
 		{filepath.Join(dir, "missing.cursor"), "mcpledger ship --cursor " + filepath.Join(dir, "missing.cursor") + " writes it"},
 		{jp, "does not hold a position"},
 		{dir, "cannot be read"},
 		{other, "it is another journal's; pass the --journal its ship reads"},
+		{within, "holds another event than the one its ship acknowledged: it is another journal's"},
 	} {
 		r := runCLI(t, "status", "--journal", jp, "--cursor", tc.path)
 		if r.err == nil || !strings.Contains(r.err.Error(), tc.want) || strings.Contains(r.err.Error(), "\n") || len(r.err.Error()) > 400 || r.stdout != "" {

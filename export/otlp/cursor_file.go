@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/google/uuid"
 )
 
 // FileCursor keeps a [Position] in a small file of its own: the cursor of
@@ -22,6 +24,9 @@ type FileCursor struct {
 type fileCursor struct {
 	GPos uint64 `json:"gpos"`
 	From uint64 `json:"from"`
+	// ID is the event at GPos (a file written before it was kept has
+	// none, and is not checked: Position.ID).
+	ID uuid.UUID `json:"id,omitzero"`
 }
 
 // Load reads the file; ok is false when it does not exist.
@@ -37,7 +42,7 @@ func (c FileCursor) Load(context.Context) (Position, bool, error) {
 	if err := json.Unmarshal(b, &f); err != nil || f.From == 0 || f.From > f.GPos+1 {
 		return Position{}, false, fmt.Errorf("%w: cursor file %s does not hold a position (%q): if it is a ship's cursor, delete it to ship the journal again from its start; if not, name the file the ship keeps its cursor in", ErrConfig, c.Path, head(b))
 	}
-	return Position(f), true, nil
+	return Position{GPos: f.GPos, From: f.From, ID: f.ID}, true, nil
 }
 
 // head is the start of b, enough to recognize a file by in an error
@@ -52,7 +57,7 @@ func head(b []byte) string {
 
 // Save replaces the file with p.
 func (c FileCursor) Save(_ context.Context, p Position) error {
-	b, _ := json.Marshal(fileCursor(p))
+	b, _ := json.Marshal(fileCursor{GPos: p.GPos, From: p.From, ID: p.ID})
 	tmp := c.Path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {

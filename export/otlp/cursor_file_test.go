@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/mcpledger/mcpledger/export/otlp"
 )
 
@@ -20,7 +22,8 @@ func TestFileCursor(t *testing.T) {
 	if p, ok, err := c.Load(t.Context()); ok || err != nil || p != (otlp.Position{}) {
 		t.Fatalf("Load of no file = %+v, %v, %v", p, ok, err)
 	}
-	for _, p := range []otlp.Position{{GPos: 7, From: 3}, {GPos: 9, From: 10}} {
+	id := uuid.MustParse("01a20252-0000-7000-8000-000000000007")
+	for _, p := range []otlp.Position{{GPos: 7, From: 3}, {GPos: 9, From: 10, ID: id}} {
 		if err := c.Save(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}

@@ -94,7 +94,9 @@
 // where it stopped). Options.NoMetrics leaves metrics, and that read,
 // out. The writer of the journal keeps it
 // in the journal's cursors bucket (store.Journal.SaveCursor); a shipper
-// beside a running writer keeps it in a [FileCursor].
+// beside a running writer keeps it in a [FileCursor], with the ID of the
+// event at its position, so that a Ship refuses another journal's file
+// (Position.ID) instead of skipping this journal's events.
 //
 // # Protocols ([SDKExporter])
 //

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/mcpledger/mcpledger/events"
@@ -20,9 +21,13 @@ type Source interface {
 
 // Position is how far the journal has been shipped: GPos, the last event
 // the receiver acknowledged, and From, where to read again to rebuild the
-// spans still open at GPos (GPos+1 when none is).
+// spans still open at GPos (GPos+1 when none is). ID, when the cursor
+// keeps it (a [FileCursor] does), is the ID of the event at GPos: a Ship
+// refuses a position whose ID is not its journal's event at GPos (the
+// cursor of another journal, which would skip this one's events).
 type Position struct {
 	GPos, From uint64
+	ID         uuid.UUID
 }
 
 // Cursor keeps the shipper's [Position] across runs.
@@ -164,6 +169,9 @@ func (s *Shipper) ship(ctx context.Context, follow bool) (Stats, error) {
 	if !ok {
 		pos = Position{GPos: 0, From: 1}
 	}
+	if err := s.checkOwn(ctx, pos); err != nil {
+		return st, err
+	}
 	st.Position = pos
 	// The metrics are a fold of the journal from its start up to the
 	// cursor: this Shipper's from its last Ship, else a new one. One
@@ -283,6 +291,7 @@ type batch struct {
 	logs   []Log
 	evs    []events.Event
 	last   uint64
+	lastID uuid.UUID // the ID of the event at last
 	events int
 	bytes  int
 	// fold is the metrics fold (nil: no metrics); points its points at
@@ -297,7 +306,7 @@ func (b *batch) add(e events.Event, spans []Span, rec Log) {
 	if b.fold != nil {
 		b.evs = append(b.evs, e)
 	}
-	b.last = e.GPos
+	b.last, b.lastID = e.GPos, e.ID
 	b.events++
 	b.bytes += len(rec.Body)
 }
@@ -327,7 +336,7 @@ func (s *Shipper) flush(ctx context.Context, m *Mapper, b *batch, st *Stats) err
 	if err := s.export(ctx, b, st); err != nil {
 		return err
 	}
-	p := Position{GPos: b.last, From: m.From()}
+	p := Position{GPos: b.last, From: m.From(), ID: b.lastID}
 	if p.From == 0 {
 		p.From = b.last + 1
 	}
@@ -392,4 +401,33 @@ func points(ms []metricdata.Metrics) int {
 		}
 	}
 	return n
+}
+
+// errFirst stops a read at its first event.
+var errFirst = errors.New("otlp: first event read")
+
+// checkOwn refuses pos if it names, by its ID, an event other than the
+// journal's at pos.GPos, or a position past the journal's last event: the
+// cursor of another journal. A position without an ID (the journal's own
+// cursor, an older cursor file) or whose event was archived away is not
+// checked.
+func (s *Shipper) checkOwn(ctx context.Context, pos Position) error {
+	if pos.ID == uuid.Nil || pos.GPos == 0 {
+		return nil
+	}
+	var at events.Event
+	err := s.src.ReadAll(ctx, pos.GPos, func(e events.Event) error {
+		at = e
+		return errFirst
+	})
+	if err != nil && !errors.Is(err, errFirst) {
+		return fmt.Errorf("otlp: reading the event at the export cursor (gpos %d): %w", pos.GPos, err)
+	}
+	switch {
+	case at.GPos == 0:
+		return fmt.Errorf("%w: the export cursor is at gpos %d, past the journal's last event: it is another journal's cursor; give the cursor file of this journal's ship, or a new file to ship this journal from its start", ErrConfig, pos.GPos)
+	case at.GPos == pos.GPos && at.ID != pos.ID:
+		return fmt.Errorf("%w: the export cursor is at gpos %d, where this journal holds event %s, not %s: it is another journal's cursor; give the cursor file of this journal's ship, or a new file to ship this journal from its start", ErrConfig, pos.GPos, at.ID, pos.ID)
+	}
+	return nil
 }

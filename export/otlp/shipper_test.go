@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/google/uuid"
 	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
 	"github.com/mcpledger/mcpledger/store"
@@ -488,5 +491,65 @@ func TestShipToReceiverWithoutLogs(t *testing.T) {
 	}
 	if spans, lg := rcv.counts(); spans != 5 || lg != 0 {
 		t.Errorf("%d spans, %d logs received; want 5, 0", spans, lg)
+	}
+}
+
+// TestShipRefusesAnotherJournalsCursor: a cursor file keeps the ID of the
+// event at its position, and a Ship of another journal with it (events at
+// the same positions, other IDs; or fewer events) is refused and sends
+// nothing, where starting at that position would have skipped that
+// journal's events. A file written before the ID was kept is not checked;
+// the journal it belongs to resumes from it.
+func TestShipRefusesAnotherJournalsCursor(t *testing.T) {
+	evs := callEvents()
+	a := journalOf(t, evs)
+	other := make([]events.Event, len(evs))
+	for i, e := range evs {
+		e.ID = uuid.Nil // the store gives each another
+		other[i] = e
+	}
+	b := journalOf(t, other)
+	short := journalOf(t, other[:3])
+	rcv := newReceiver(t)
+	cur := otlp.FileCursor{Path: filepath.Join(t.TempDir(), "ship.cursor")}
+	ship := func(j *store.Journal) error {
+		_, err := otlp.NewShipper(j, cur, exporter(t, rcv.URL), fastOptions(io.Discard)).Ship(t.Context(), false)
+		return err
+	}
+	if err := ship(a); err != nil {
+		t.Fatal(err)
+	}
+	p, ok, err := cur.Load(t.Context())
+	if !ok || err != nil || p.GPos != uint64(len(evs)) || p.ID != evs[len(evs)-1].ID {
+		t.Fatalf("cursor after shipping a: %+v, %v, %v; want gpos %d, the ID of its last event", p, ok, err, len(evs))
+	}
+	_, sent := rcv.counts()
+	for _, tc := range []struct {
+		name string
+		j    *store.Journal
+		want string
+	}{
+		{"the same positions, other events", b, "where this journal holds event"},
+		{"a shorter journal", short, "past the journal's last event"},
+	} {
+		err := ship(tc.j)
+		if !errors.Is(err, otlp.ErrConfig) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "another journal's cursor") {
+			t.Errorf("%s: %v; want ErrConfig saying %q", tc.name, err, tc.want)
+		}
+		if _, n := rcv.counts(); n != sent {
+			t.Errorf("%s: %d log records sent", tc.name, n-sent)
+		}
+		if q, _, _ := cur.Load(t.Context()); q != p {
+			t.Errorf("%s: the cursor moved to %+v", tc.name, q)
+		}
+	}
+	if err := ship(a); err != nil {
+		t.Errorf("a with its own cursor: %v", err)
+	}
+	if err := os.WriteFile(cur.Path, []byte(fmt.Sprintf(`{"gpos":%d,"from":%d}`, p.GPos, p.From)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ship(b); err != nil {
+		t.Errorf("a cursor file without the ID: %v; want it taken as before", err)
 	}
 }
