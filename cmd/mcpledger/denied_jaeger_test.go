@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,20 +21,7 @@ func TestServeDeniedCallToJaeger(t *testing.T) {
 	dir := t.TempDir()
 	cfg := denyEchoConfig(t, dir)
 	jp := filepath.Join(dir, "journal.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errb := &lockedBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--journal", jp,
-			"--otlp-endpoint", jg.otlp}, strings.NewReader(""), io.Discard, errb)
-	}()
-	url := waitServing(t, errb, done)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "otel-client", Version: "1"}, nil).Connect(t.Context(),
-		&mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, stop := serveExporting(t, "--mcp-config", cfg, "--workspace", dir, "--journal", jp, "--otlp-endpoint", jg.otlp)
 	agent := agentSpan(t, jg, func(traceparent string) {
 		p := &mcp.CallToolParams{Name: "mcp__good__echo", Arguments: map[string]any{"message": "denied"},
 			Meta: mcp.Meta{"traceparent": traceparent}}
@@ -56,8 +41,5 @@ func TestServeDeniedCallToJaeger(t *testing.T) {
 		}
 		checkJoined(t, jg, agent, id)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("serve: %v\n%s", err, errb.String())
-	}
+	stop()
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/mcpledger/mcpledger/events"
 	"github.com/mcpledger/mcpledger/export/otlp"
 	"github.com/mcpledger/mcpledger/store"
 )
@@ -28,9 +26,6 @@ type exportLag struct {
 	// Oldest is the time of the first of them (RFC 3339), if any.
 	Oldest string `json:"oldest,omitempty"`
 }
-
-// errFound stops a read at its first event.
-var errFound = errors.New("found")
 
 // exportLagOf reads the export's cursor in l; nil when the journal has
 // none (nothing was ever exported from it).
@@ -59,17 +54,10 @@ func fileExportLagOf(ctx context.Context, l ledger, path string) (*exportLag, er
 	case !ok:
 		return nil, fmt.Errorf("no export cursor at %s: mcpledger ship --cursor %s writes it once the collector acknowledged its first events; check the path, or start that ship", path, path)
 	}
-	if p.ID != uuid.Nil && p.GPos > 0 {
-		// The file names the event at its position: another journal's
-		// holds another there.
-		var at events.Event
-		err := l.ReadAll(ctx, p.GPos, func(e events.Event) error { at = e; return errFound })
-		if err != nil && !errors.Is(err, errFound) {
-			return nil, err
-		}
-		if at.GPos == p.GPos && at.ID != p.ID {
-			return nil, fmt.Errorf("the export cursor %s is at gpos %d, where the journal %s holds another event than the one its ship acknowledged: it is another journal's; pass the --journal its ship reads", path, p.GPos, l.Path())
-		}
+	if foreign, err := p.Foreign(ctx, l); err != nil {
+		return nil, err
+	} else if foreign {
+		return nil, fmt.Errorf("the export cursor %s is at gpos %d, where the journal %s holds another event than the one its ship acknowledged: it is another journal's; pass the --journal its ship reads", path, p.GPos, l.Path())
 	}
 	lag, err := lagAfter(ctx, l, p.GPos)
 	if err != nil {
@@ -92,16 +80,14 @@ func fileExportLagOf(ctx context.Context, l ledger, path string) (*exportLag, er
 // event of l through gpos.
 func lagAfter(ctx context.Context, l ledger, gpos uint64) (*exportLag, error) {
 	lag := &exportLag{CursorGPos: gpos}
-	err := l.ReadAll(ctx, gpos+1, func(e events.Event) error {
-		lag.Oldest = e.At().Format(time.RFC3339Nano)
-		return errFound
-	})
-	if err != nil && !errors.Is(err, errFound) {
+	oldest, ok, err := otlp.EventAt(ctx, l, gpos+1)
+	if err != nil {
 		return nil, err
 	}
-	if lag.Oldest == "" {
+	if !ok {
 		return lag, nil
 	}
+	lag.Oldest = oldest.At().Format(time.RFC3339Nano)
 	last, err := lastGPos(ctx, l)
 	if err != nil {
 		return nil, err

@@ -606,20 +606,8 @@ func serveExportToJaeger(t *testing.T, protocol string) {
 	dir := t.TempDir()
 	cfg := faultConfig(t, dir, false)
 	jp := filepath.Join(dir, "journal.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errb := &lockedBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--http", "127.0.0.1:0", "--mcp-config", cfg, "--workspace", dir, "--journal", jp,
-			"--otlp-endpoint", endpoint, "--otlp-protocol", protocol}, strings.NewReader(""), io.Discard, errb)
-	}()
-	url := waitServing(t, errb, done)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "otel-client", Version: "1"}, nil).Connect(t.Context(),
-		&mcp.StreamableClientTransport{Endpoint: url}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, stop := serveExporting(t, "--mcp-config", cfg, "--workspace", dir, "--journal", jp,
+		"--otlp-endpoint", endpoint, "--otlp-protocol", protocol)
 	for i := range 3 {
 		if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "mcp__good__echo", Arguments: map[string]any{"message": fmt.Sprint(i)}}); err != nil {
 			t.Fatal(err)
@@ -652,9 +640,38 @@ func serveExportToJaeger(t *testing.T, protocol string) {
 			t.Errorf("span %s in jaeger: caller %q, want the client's name", s.SpanID, got[0].attr("mcpledger.call.caller"))
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("serve: %v\n%s", err, errb.String())
+	stop()
+}
+
+// serveExporting runs `serve --http 127.0.0.1:0` with args in this
+// process and connects an MCP client ("otel-client") to it; stop closes
+// the client's session if still open, stops serve and fails the test if
+// serve failed.
+func serveExporting(t *testing.T, args ...string) (cs *mcp.ClientSession, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errb := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--http", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, errb)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	url := waitServing(t, errb, done)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "otel-client", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v\n%s", err, errb.String())
+		}
+		done <- nil // for the cleanup
 	}
 }
 

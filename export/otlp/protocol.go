@@ -124,45 +124,21 @@ type metricExporter interface {
 // port (insecure for http://).
 func newTraceExporter(ctx context.Context, p Protocol, endpoint string, timeout time.Duration) (sdktrace.SpanExporter, error) {
 	if p == GRPC {
-		opts := []otlptracegrpc.Option{otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}), otlptracegrpc.WithDialOption(grpcBackoff)}
-		if endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(endpoint))
-		}
-		if timeout > 0 {
-			opts = append(opts, otlptracegrpc.WithTimeout(timeout))
-		}
-		return otlptracegrpc.New(ctx, opts...)
+		return otlptracegrpc.New(ctx, withTarget(endpoint, timeout, otlptracegrpc.WithEndpointURL, otlptracegrpc.WithTimeout,
+			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}), otlptracegrpc.WithDialOption(grpcBackoff))...)
 	}
-	opts := []otlptracehttp.Option{otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false})}
-	if endpoint != "" {
-		opts = append(opts, otlptracehttp.WithEndpointURL(endpoint+"/v1/traces"))
-	}
-	if timeout > 0 {
-		opts = append(opts, otlptracehttp.WithTimeout(timeout))
-	}
-	return otlptracehttp.New(ctx, opts...)
+	return otlptracehttp.New(ctx, withTarget(endpoint+httpPath(endpoint, "/v1/traces"), timeout, otlptracehttp.WithEndpointURL, otlptracehttp.WithTimeout,
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))...)
 }
 
 // newLogExporter is newTraceExporter for log records (/v1/logs).
 func newLogExporter(ctx context.Context, p Protocol, endpoint string, timeout time.Duration) (sdklog.Exporter, error) {
 	if p == GRPC {
-		opts := []otlploggrpc.Option{otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: false}), otlploggrpc.WithDialOption(grpcBackoff)}
-		if endpoint != "" {
-			opts = append(opts, otlploggrpc.WithEndpointURL(endpoint))
-		}
-		if timeout > 0 {
-			opts = append(opts, otlploggrpc.WithTimeout(timeout))
-		}
-		return otlploggrpc.New(ctx, opts...)
+		return otlploggrpc.New(ctx, withTarget(endpoint, timeout, otlploggrpc.WithEndpointURL, otlploggrpc.WithTimeout,
+			otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: false}), otlploggrpc.WithDialOption(grpcBackoff))...)
 	}
-	opts := []otlploghttp.Option{otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false})}
-	if endpoint != "" {
-		opts = append(opts, otlploghttp.WithEndpointURL(endpoint+"/v1/logs"))
-	}
-	if timeout > 0 {
-		opts = append(opts, otlploghttp.WithTimeout(timeout))
-	}
-	return otlploghttp.New(ctx, opts...)
+	return otlploghttp.New(ctx, withTarget(endpoint+httpPath(endpoint, "/v1/logs"), timeout, otlploghttp.WithEndpointURL, otlploghttp.WithTimeout,
+		otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}))...)
 }
 
 // newMetricExporter is newTraceExporter for metric points (/v1/metrics).
@@ -170,23 +146,32 @@ func newLogExporter(ctx context.Context, p Protocol, endpoint string, timeout ti
 // temporality and aggregation selectors are not used.
 func newMetricExporter(ctx context.Context, p Protocol, endpoint string, timeout time.Duration) (metricExporter, error) {
 	if p == GRPC {
-		opts := []otlpmetricgrpc.Option{otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}), otlpmetricgrpc.WithDialOption(grpcBackoff)}
-		if endpoint != "" {
-			opts = append(opts, otlpmetricgrpc.WithEndpointURL(endpoint))
-		}
-		if timeout > 0 {
-			opts = append(opts, otlpmetricgrpc.WithTimeout(timeout))
-		}
-		return otlpmetricgrpc.New(ctx, opts...)
+		return otlpmetricgrpc.New(ctx, withTarget(endpoint, timeout, otlpmetricgrpc.WithEndpointURL, otlpmetricgrpc.WithTimeout,
+			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: false}), otlpmetricgrpc.WithDialOption(grpcBackoff))...)
 	}
-	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false})}
-	if endpoint != "" {
-		opts = append(opts, otlpmetrichttp.WithEndpointURL(endpoint+"/v1/metrics"))
+	return otlpmetrichttp.New(ctx, withTarget(endpoint+httpPath(endpoint, "/v1/metrics"), timeout, otlpmetrichttp.WithEndpointURL, otlpmetrichttp.WithTimeout,
+		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: false}))...)
+}
+
+// withTarget returns opts (each exporter package has its own option type)
+// with the endpoint URL, if not "", and the timeout, if set.
+func withTarget[O any](url string, timeout time.Duration, withURL func(string) O, withTimeout func(time.Duration) O, opts ...O) []O {
+	if url != "" {
+		opts = append(opts, withURL(url))
 	}
 	if timeout > 0 {
-		opts = append(opts, otlpmetrichttp.WithTimeout(timeout))
+		opts = append(opts, withTimeout(timeout))
 	}
-	return otlpmetrichttp.New(ctx, opts...)
+	return opts
+}
+
+// httpPath is the signal's path appended to an OTLP/HTTP base endpoint,
+// or "" when there is none (the OTEL_* variables say where).
+func httpPath(endpoint, path string) string {
+	if endpoint == "" {
+		return ""
+	}
+	return path
 }
 
 // tooLarge says what to try when a gRPC receiver refused a request as

@@ -406,25 +406,43 @@ func points(ms []metricdata.Metrics) int {
 // errFirst stops a read at its first event.
 var errFirst = errors.New("otlp: first event read")
 
+// EventAt returns the first event of src at or after gpos; ok is false
+// when src holds none.
+func EventAt(ctx context.Context, src Source, gpos uint64) (e events.Event, ok bool, err error) {
+	err = src.ReadAll(ctx, gpos, func(at events.Event) error {
+		e, ok = at, true
+		return errFirst
+	})
+	if errors.Is(err, errFirst) {
+		err = nil
+	}
+	return e, ok, err
+}
+
+// Foreign reports whether src holds, at p.GPos, another event than the
+// one p names by its ID: p is then another journal's position. A position
+// without an ID, or whose event src no longer holds (archived away), is
+// not foreign.
+func (p Position) Foreign(ctx context.Context, src Source) (bool, error) {
+	if p.ID == uuid.Nil || p.GPos == 0 {
+		return false, nil
+	}
+	at, ok, err := EventAt(ctx, src, p.GPos)
+	return ok && at.GPos == p.GPos && at.ID != p.ID, err
+}
+
 // checkOwn refuses pos if it names, by its ID, an event other than the
-// journal's at pos.GPos, or a position past the journal's last event: the
-// cursor of another journal. A position without an ID (the journal's own
-// cursor, an older cursor file) or whose event was archived away is not
-// checked.
+// journal's at pos.GPos (as Position.Foreign), or a position past the
+// journal's last event: the cursor of another journal.
 func (s *Shipper) checkOwn(ctx context.Context, pos Position) error {
 	if pos.ID == uuid.Nil || pos.GPos == 0 {
 		return nil
 	}
-	var at events.Event
-	err := s.src.ReadAll(ctx, pos.GPos, func(e events.Event) error {
-		at = e
-		return errFirst
-	})
-	if err != nil && !errors.Is(err, errFirst) {
-		return fmt.Errorf("otlp: reading the event at the export cursor (gpos %d): %w", pos.GPos, err)
-	}
+	at, found, err := EventAt(ctx, s.src, pos.GPos)
 	switch {
-	case at.GPos == 0:
+	case err != nil:
+		return fmt.Errorf("otlp: reading the event at the export cursor (gpos %d): %w", pos.GPos, err)
+	case !found:
 		return fmt.Errorf("%w: the export cursor is at gpos %d, past the journal's last event: it is another journal's cursor; give the cursor file of this journal's ship, or a new file to ship this journal from its start", ErrConfig, pos.GPos)
 	case at.GPos == pos.GPos && at.ID != pos.ID:
 		return fmt.Errorf("%w: the export cursor is at gpos %d, where this journal holds event %s, not %s: it is another journal's cursor; give the cursor file of this journal's ship, or a new file to ship this journal from its start", ErrConfig, pos.GPos, at.ID, pos.ID)

@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -19,24 +17,15 @@ import (
 // the answer's status, content type and body.
 func post2026(t *testing.T, endpoint, method, name, body string, extra map[string]string) (int, string, string) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", endpoint, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	h := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method}
 	if name != "" {
-		req.Header.Set("Mcp-Name", name)
+		h["Mcp-Name"] = name
 	}
 	for k, v := range extra {
-		req.Header.Set(k, v)
+		h[k] = v
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	status, b, hdr := rawRequest(t, "POST", endpoint, body, h)
+	return status, hdr.Get("Content-Type"), b
 }
 
 const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +

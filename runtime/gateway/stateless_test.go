@@ -224,19 +224,7 @@ func TestGatewayHTTPHeaderValidation(t *testing.T) {
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__up__echo","arguments":{"message":"hi"},` + meta + `}}`
 	discover := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + meta + `}}`
 	do := func(method, body string, hdr map[string]string) (int, string, http.Header) {
-		req, _ := http.NewRequestWithContext(t.Context(), method, endpoint, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b), resp.Header
+		return rawRequest(t, method, endpoint, body, hdr)
 	}
 	good := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mcp__up__echo"}
 	region := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__hdr__region","arguments":{"region":"eu"},` + meta + `}}`
@@ -601,4 +589,24 @@ func regionServer() *mcp.Server {
 			return textResult("regional"), nil
 		})
 	return hdr
+}
+
+// rawRequest sends body to endpoint with method, a JSON body's
+// Content-Type, the Accept go-sdk requires, and hdr (which may override
+// them), and returns the answer's status, body and headers.
+func rawRequest(t *testing.T, method, endpoint, body string, hdr map[string]string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), method, endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
 }
