@@ -225,18 +225,10 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 		}
 		cctx, cancel := context.WithTimeout(ctx, timeout)
 		stop := context.AfterFunc(m.callCtx, cancel) // Close fails calls in flight
-		cctx, sink := withWireSink(cctx)
 		t0 := time.Now()
-		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: cl.entry.Tool, Arguments: json.RawMessage(cl.args),
-			Meta: traceMeta(cl.caller, m.sid, cl.id)})
+		res, raw, transit, err := m.callUpstream(ctx, cctx, cl, c, cs)
 		stop()
 		cancel()
-		raw, decoded, transit := sink.take()
-		if decoded != nil {
-			// The result arrived, decoded on the wire; go-sdk was handed
-			// errDecodedHere in its place (wire_decode.go).
-			res, err = decoded, nil
-		}
 		fin := &events.CallFinished{CallID: cl.id, DurationNs: time.Since(t0).Nanoseconds()}
 		got := res
 		res, err, lost := m.outcome(ctx, cl, c, res, err, timeout, fin)
@@ -260,6 +252,46 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 		}
 		return m.finish(cl, res, raw, transit, err, fin)
 	}
+}
+
+// callUpstream sends the call on session cs of c, within cctx (ctx is
+// the caller's): itself where it may (wire_call.go), else through
+// go-sdk's client. It returns the result, as decoded and as the server
+// sent it (raw: nil if the transport does not keep it), and what was cut
+// of it in transit.
+func (m *Manager) callUpstream(ctx, cctx context.Context, cl *call, c *conn, cs *mcp.ClientSession) (*mcp.CallToolResult, []byte, *guard.Transit, error) {
+	meta := traceMeta(cl.caller, m.sid, cl.id)
+	if w := m.plainWire(ctx, c, cs); w != nil {
+		return w.callTool(cctx, cl.entry.Tool, cl.args, meta)
+	}
+	cctx, sink := withWireSink(cctx)
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: cl.entry.Tool, Arguments: json.RawMessage(cl.args), Meta: meta})
+	raw, decoded, transit := sink.take()
+	if decoded != nil {
+		// The result arrived, decoded on the wire; go-sdk was handed
+		// errDecodedHere in its place (wire_decode.go).
+		res, err = decoded, nil
+	}
+	return res, raw, transit, err
+}
+
+// plainWire returns the connection of c to send a call made with ctx on
+// around go-sdk's client (wire_call.go), or nil where go-sdk's client
+// must send it: an HTTP or SSE connection; a 2026-07-28 session, whose
+// requests go-sdk adds to; a front end's client (Options.NewClient)
+// whose sending middleware has a part in this call (Options.PlainCall).
+func (m *Manager) plainWire(ctx context.Context, c *conn, cs *mcp.ClientSession) *wireConn {
+	if m.sdkCalls || m.opts.NewClient != nil && (m.opts.PlainCall == nil || !m.opts.PlainCall(ctx)) {
+		return nil
+	}
+	ir := cs.InitializeResult()
+	if ir == nil || ir.ProtocolVersion >= stateless {
+		return nil
+	}
+	c.mu.Lock()
+	w := c.wire
+	c.mu.Unlock()
+	return w
 }
 
 // lostInfo says whether a failure was a lost connection and whether the

@@ -82,16 +82,21 @@ func BenchmarkCallPath(b *testing.B) {
 		name string
 		j    func(b *testing.B) runtime.Journal
 		d    runtime.Durability
+		sdk  bool // every call through go-sdk's client (runtime.SetSDKCalls)
 	}{
-		{"path", func(*testing.B) runtime.Journal { return nullJournal{} }, runtime.Relaxed},
-		{"relaxed", func(b *testing.B) runtime.Journal { _, a := openJournal(b); return a }, runtime.Relaxed},
-		{"audit", func(b *testing.B) runtime.Journal { _, a := openJournal(b); return a }, runtime.Audit},
+		{"path", func(*testing.B) runtime.Journal { return nullJournal{} }, runtime.Relaxed, false},
+		{"path,sdk-client", func(*testing.B) runtime.Journal { return nullJournal{} }, runtime.Relaxed, true},
+		{"relaxed", func(b *testing.B) runtime.Journal { _, a := openJournal(b); return a }, runtime.Relaxed, false},
+		{"audit", func(b *testing.B) runtime.Journal { _, a := openJournal(b); return a }, runtime.Audit, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			m, err := runtime.New(tc.j(b), &runtime.Options{InProcess: map[string]*mcp.Server{"mem": callPathServer()},
-				Seed: 1, PingInterval: -1, Durability: tc.d})
+				Seed: 1, PingInterval: -1, Durability: tc.d, ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				b.Fatal(err)
+			}
+			if tc.sdk {
+				runtime.SetSDKCalls(m)
 			}
 			ctx := context.Background()
 			rep, err := m.Start(ctx)

@@ -39,6 +39,9 @@ type Manager struct {
 	// returns (export_test.go): it widens races between a conn's own
 	// goroutines so tests can pin their outcome.
 	afterConnect func(error)
+	// sdkCalls sends every tool call through go-sdk's client, none
+	// around it (plainWire): a test hook, for comparing the two.
+	sdkCalls bool
 
 	inbox    chan *request
 	loopDone chan struct{}

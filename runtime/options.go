@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -171,6 +172,12 @@ type Options struct {
 	// and resource updates to its own clients. It must keep the handlers
 	// the Manager set in o (list changes), adding to them.
 	NewClient func(server string, impl *mcp.Implementation, o *mcp.ClientOptions) *mcp.Client
+	// PlainCall, with NewClient, reports whether a tool call made with
+	// ctx needs nothing of the client's sending middleware. The Manager
+	// sends such a call on a stdio or in-process connection itself,
+	// around go-sdk's client (cheaper, same outcomes); without PlainCall
+	// every call of a NewClient's client goes through go-sdk.
+	PlainCall func(ctx context.Context) bool
 }
 
 // RetryOptions set retries of tools/list and ping on retriable transport

@@ -57,9 +57,12 @@ type wireConn struct {
 	mcp.Connection
 	*wireCalls
 
-	ownMu   sync.Mutex
-	ownNext int64
-	own     map[string]chan *jsonrpc.Response // by ID: the runtime's requests awaiting an answer
+	ownMu    sync.Mutex
+	ownNext  int64
+	own      map[string]chan *jsonrpc.Response // by ID: the runtime's requests awaiting an answer
+	ownEnded error                             // why reading ended: no answer can come (endOwn)
+
+	bg sync.WaitGroup // notifications sent off a caller's path (cancelled)
 
 	// listen is the ID of go-sdk's subscriptions/listen request (set
 	// under ownMu); listenEnded, if set (before the connection is used),
@@ -80,20 +83,11 @@ func (c *wireConn) call(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return err
 	}
-	ch := make(chan *jsonrpc.Response, 1)
-	c.ownMu.Lock()
-	if c.own == nil {
-		c.own = map[string]chan *jsonrpc.Response{}
+	key, ch, err := c.addOwn()
+	if err != nil {
+		return fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
 	}
-	c.ownNext++
-	key := fmt.Sprintf("%s%d", ownIDPrefix, c.ownNext)
-	c.own[key] = ch
-	c.ownMu.Unlock()
-	defer func() {
-		c.ownMu.Lock()
-		delete(c.own, key)
-		c.ownMu.Unlock()
-	}()
+	defer c.dropOwn(key)
 	id, _ := jsonrpc.MakeID(key) // a string: cannot fail
 	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
 		return fmt.Errorf("sending %q: %w", method, err)
@@ -118,8 +112,11 @@ func (c *wireConn) answersOwn(resp *jsonrpc.Response) bool {
 	}
 	c.ownMu.Lock()
 	ch := c.own[key]
+	delete(c.own, key)
 	c.ownMu.Unlock()
 	if ch != nil {
+		// The decoder may reuse the bytes it read.
+		resp.Result = bytes.Clone(resp.Result)
 		ch <- resp // buffered, one answer per request
 	}
 	return true // a late answer to one given up on is dropped too
@@ -194,6 +191,9 @@ func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			break
 		}
 		msg, err = c.Connection.Read(ctx)
+	}
+	if err != nil {
+		c.endOwn(err)
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && c.listenEnded != nil {
 		c.ownMu.Lock()

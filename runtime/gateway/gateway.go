@@ -220,6 +220,15 @@ func callOf(ctx context.Context) *gwCall {
 	return c
 }
 
+// plainCall reports whether a tool call made with ctx needs nothing of
+// the sending middleware of newClient's clients (see Bind).
+func plainCall(ctx context.Context) bool {
+	if gc := callOf(ctx); gc != nil && gc.token != nil {
+		return false
+	}
+	return ctx.Value(roundKey{}) == nil
+}
+
 // New returns a Gateway. It serves nothing until Attach.
 func New(opts *Options) *Gateway {
 	var o Options
@@ -273,8 +282,15 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 // elicitation capability gets a denial saying so. It returns the journal to
 // give runtime.New: j, with the session's events also folded into g's
 // resources and prompts.
+//
+// The Manager may send a call around the client's sending middleware
+// (runtime.Options.PlainCall) when the middleware has no part in it: no
+// client progress token to map (progressMiddleware) and no input round
+// of a 2026-07-28 server (roundMiddleware; the Manager sends such
+// sessions' calls through go-sdk anyway).
 func (g *Gateway) Bind(o *runtime.Options, j runtime.Journal) runtime.Journal {
 	o.NewClient = g.newClient
+	o.PlainCall = plainCall
 	if o.Approver == nil {
 		o.Approver = g.approve
 	}

@@ -1,0 +1,160 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
+)
+
+// TestPlainWire: the plain call (wire_call.go) is taken only where
+// nothing of go-sdk's client could differ: a session below 2026-07-28,
+// and with a front end's client only when its PlainCall says the call
+// needs nothing of its middleware.
+func TestPlainWire(t *testing.T) {
+	type plainKey struct{}
+	for _, tc := range []struct {
+		name      string
+		version   string
+		newClient bool
+		plainCall bool // Options.PlainCall set; it answers ctx's plainKey
+		ctxPlain  bool
+		want      bool
+	}{
+		{name: "2025-11-25", version: "2025-11-25", want: true},
+		{name: "2025-06-18", version: "2025-06-18", want: true},
+		{name: "2026-07-28", version: "2026-07-28", want: false},
+		{name: "front-end-without-PlainCall", version: "2025-11-25", newClient: true, want: false},
+		{name: "front-end-plain", version: "2025-11-25", newClient: true, plainCall: true, ctxPlain: true, want: true},
+		{name: "front-end-middleware", version: "2025-11-25", newClient: true, plainCall: true, ctxPlain: false, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Options{InProcess: map[string]*mcp.Server{"mem": mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)},
+				Seed: 1, PingInterval: -1, ProtocolVersion: tc.version}
+			if tc.newClient {
+				o.NewClient = func(_ string, impl *mcp.Implementation, co *mcp.ClientOptions) *mcp.Client { return mcp.NewClient(impl, co) }
+			}
+			if tc.plainCall {
+				o.PlainCall = func(ctx context.Context) bool { return ctx.Value(plainKey{}) == true }
+			}
+			_, adapter := runtimetest.OpenJournal(t)
+			m, err := New(adapter, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			c := m.view.Load().live["mem"]
+			if c == nil {
+				t.Fatal("mem is not live")
+			}
+			cs := c.session()
+			if got := cs.InitializeResult().ProtocolVersion; got != tc.version {
+				t.Fatalf("negotiated %s", got)
+			}
+			ctx := context.WithValue(t.Context(), plainKey{}, tc.ctxPlain)
+			if got := m.plainWire(ctx, c, cs) != nil; got != tc.want {
+				t.Errorf("plain call taken: %v, want %v", got, tc.want)
+			}
+			m.sdkCalls = true
+			if m.plainWire(ctx, c, cs) != nil {
+				t.Error("plain call taken with sdkCalls set")
+			}
+		})
+	}
+}
+
+// pipeConn is an mcp.Connection whose Read returns what is sent on in
+// (an error ends it), and whose Write hands what is written to out.
+type pipeConn struct {
+	in  chan any
+	out chan jsonrpc.Message
+}
+
+func (p *pipeConn) Read(context.Context) (jsonrpc.Message, error) {
+	switch v := (<-p.in).(type) {
+	case error:
+		return nil, v
+	default:
+		return v.(jsonrpc.Message), nil
+	}
+}
+func (p *pipeConn) Write(_ context.Context, m jsonrpc.Message) error { p.out <- m; return nil }
+func (p *pipeConn) Close() error                                      { return nil }
+func (p *pipeConn) SessionID() string                                 { return "" }
+
+// TestWireConnCallTool: the plain call writes one tools/call of the
+// runtime's own (a string ID go-sdk never uses; arguments kept on one
+// line), takes its answer from Read before go-sdk sees it, with a copy of
+// the result; a call in flight when reading ends gets the read error
+// (connectionLost), and a later one is refused as never sent
+// (mcp.ErrConnectionClosed).
+func TestWireConnCallTool(t *testing.T) {
+	p := &pipeConn{in: make(chan any, 4), out: make(chan jsonrpc.Message, 4)}
+	c := &wireConn{Connection: p, wireCalls: newWireCalls()}
+	reader := make(chan error, 1)
+	go func() { // go-sdk's reading goroutine
+		for {
+			m, err := c.Read(context.Background())
+			if err != nil {
+				reader <- err
+				return
+			}
+			t.Errorf("go-sdk was given %v", m)
+		}
+	}()
+
+	type answer struct {
+		res *mcp.CallToolResult
+		raw []byte
+		err error
+	}
+	calls := make(chan answer, 1)
+	call := func() {
+		res, raw, _, err := c.callTool(context.Background(), "echo", []byte("{\n \"message\": \"hi\"\n}"), mcp.Meta{"traceparent": "tp"})
+		calls <- answer{res, raw, err}
+	}
+	go call()
+	req := (<-p.out).(*jsonrpc.Request)
+	if key, _ := req.ID.Raw().(string); !strings.HasPrefix(key, ownIDPrefix) || req.Method != "tools/call" {
+		t.Fatalf("wrote %+v", req)
+	}
+	if want := `{"_meta":{"traceparent":"tp"},"name":"echo","arguments":{"message":"hi"}}`; string(req.Params) != want {
+		t.Errorf("params %s, want %s", req.Params, want)
+	}
+	result := []byte(`{"content":[{"type":"text","text":"hi"}]}`)
+	p.in <- &jsonrpc.Response{ID: req.ID, Result: result}
+	a := <-calls
+	if a.err != nil || firstText(a.res) != "hi" || string(a.raw) != string(result) {
+		t.Fatalf("answer %+v %s %v", a.res, a.raw, a.err)
+	}
+	result[0] = 'X' // the decoder may reuse its buffer
+	if a.raw[0] != '{' {
+		t.Error("the answer shares the decoder's bytes")
+	}
+
+	go call()
+	<-p.out
+	p.in <- io.EOF // the server is gone with the call in flight
+	if a := <-calls; !errors.Is(a.err, io.EOF) || !connectionLost(a.err) || errors.Is(a.err, mcp.ErrConnectionClosed) {
+		t.Errorf("in flight at EOF: %v", a.err)
+	}
+	if err := <-reader; !errors.Is(err, io.EOF) {
+		t.Errorf("go-sdk read %v", err)
+	}
+	call()
+	if a := <-calls; !errors.Is(a.err, mcp.ErrConnectionClosed) {
+		t.Errorf("after EOF: %v", a.err)
+	}
+	if len(c.own) != 0 || len(c.pending) != 0 {
+		t.Errorf("left %d own, %d pending", len(c.own), len(c.pending))
+	}
+}

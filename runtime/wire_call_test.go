@@ -1,0 +1,158 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpledger/mcpledger/events"
+	"github.com/mcpledger/mcpledger/runtime"
+	"github.com/mcpledger/mcpledger/runtime/runtimetest"
+)
+
+// TestPlainCallAsSDK: a tool call the runtime sends itself around go-sdk's
+// client (wire_call.go) ends as the same call through go-sdk's client
+// does: the same result, error, outcome and journal records, for each
+// way a call can end over stdio: a text result, a structured one, an
+// isError result, a result bounded, a result cut in transit, one over
+// the message limit, a timeout and a caller's cancel (the server hears
+// of both: its handler ends), and the server exiting with the call in
+// flight.
+func TestPlainCallAsSDK(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	type ending struct {
+		err      string
+		result   string // the result and its bounded form, as JSON
+		journal  []string
+		finished []string // call.finished's error and truncation
+		after    string   // the server's answer to a call made next
+	}
+	scenarios := []struct {
+		name, tool string
+		args       map[string]any
+		timeout    time.Duration // the call's context (0: none)
+		next       string        // a tool called after it, to see the server's state
+	}{
+		{name: "text", tool: "echo", args: map[string]any{"message": "hello ledger"}},
+		{name: "structured", tool: "add", args: map[string]any{"a": 2, "b": 3}},
+		{name: "is-error", tool: "fail"},
+		{name: "bounded", tool: "big", args: map[string]any{"bytes": 120_000}},
+		{name: "cut-in-transit", tool: "big", args: map[string]any{"bytes": 300_000}},
+		{name: "timeout", tool: "slow", args: map[string]any{"ms": 10_000}, timeout: 150 * time.Millisecond, next: "counter"},
+		{name: "exit-in-flight", tool: "exit", args: map[string]any{"code": 3}},
+	}
+	run := func(t *testing.T, sdk bool, tool string, args map[string]any, timeout time.Duration, next string) ending {
+		j, adapter := openJournal(t)
+		c, s := stdio("s", bin, nil)
+		o := fastOpts(configOf(c, s))
+		o.ProtocolVersion = "2025-11-25" // the plain call's versions
+		o.MaxMessageBytes = 200_000
+		o.Decider.MaxAttempts = 1
+		m, err := runtime.New(adapter, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sdk {
+			runtime.SetSDKCalls(m)
+		}
+		if _, err := m.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		ctx := t.Context()
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		var e ending
+		r, err := m.CallToolWith(ctx, "mcp__s__"+tool, args, nil)
+		if err != nil {
+			e.err = err.Error()
+		}
+		if r != nil {
+			b, _ := json.Marshal([]any{r.Result, r.Bounded, r.Rendered, r.Signals})
+			e.result = string(b)
+		}
+		if next != "" {
+			r, err := m.CallTool(t.Context(), "mcp__s__"+next, nil)
+			e.after = fmt.Sprint(err)
+			if err == nil {
+				e.after = textOf(t, r)
+			}
+		}
+		m.Close()
+		var evs []events.Event
+		e.journal, evs = callEvents(t, j, m.Session())
+		for _, ev := range evs {
+			if f, ok := ev.Payload.(*events.CallFinished); ok {
+				e.finished = append(e.finished, fmt.Sprintf("%s|%+v", f.Error, f.Result))
+			}
+		}
+		return e
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			plain := run(t, false, sc.tool, sc.args, sc.timeout, sc.next)
+			sdk := run(t, true, sc.tool, sc.args, sc.timeout, sc.next)
+			if fmt.Sprint(plain) != fmt.Sprint(sdk) {
+				t.Errorf("plain call:\n%+v\ngo-sdk's client:\n%+v", plain, sdk)
+			}
+			if len(plain.journal) < 2 || !strings.HasPrefix(plain.journal[0], "started:"+sc.tool) {
+				t.Errorf("journal %q", plain.journal)
+			}
+			t.Logf("%s: %q err=%q after=%q", sc.name, plain.journal, plain.err, plain.after)
+		})
+	}
+}
+
+// TestPlainCallCancelNotifies: a plain call given up on (its deadline,
+// its caller's cancel) tells the server, as go-sdk's client does: the
+// server's handler sees its context end.
+func TestPlainCallCancelNotifies(t *testing.T) {
+	for _, sdk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sdk=%v", sdk), func(t *testing.T) {
+			ended := make(chan error, 1)
+			srv := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1.0"}, nil)
+			mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Waits until cancelled."},
+				func(ctx context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+					<-ctx.Done()
+					ended <- ctx.Err()
+					return nil, nil, ctx.Err()
+				})
+			_, adapter := openJournal(t)
+			m, err := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": srv}, Seed: 1,
+				PingInterval: -1, ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sdk {
+				runtime.SetSDKCalls(m)
+			}
+			if _, err := m.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			if _, err := m.CallTool(ctx, "mcp__mem__wait", nil); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("call: %v", err)
+			}
+			select {
+			case err := <-ended:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("the handler's context ended with %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the server was not told of the cancel")
+			}
+		})
+	}
+}
