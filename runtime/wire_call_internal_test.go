@@ -38,7 +38,9 @@ func TestPlainWire(t *testing.T) {
 			o := &Options{InProcess: map[string]*mcp.Server{"mem": mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)},
 				Seed: 1, PingInterval: -1, ProtocolVersion: tc.version}
 			if tc.newClient {
-				o.NewClient = func(_ string, impl *mcp.Implementation, co *mcp.ClientOptions) *mcp.Client { return mcp.NewClient(impl, co) }
+				o.NewClient = func(_ string, impl *mcp.Implementation, co *mcp.ClientOptions) *mcp.Client {
+					return mcp.NewClient(impl, co)
+				}
 			}
 			if tc.plainCall {
 				o.PlainCall = func(ctx context.Context) bool { return ctx.Value(plainKey{}) == true }
@@ -88,8 +90,8 @@ func (p *pipeConn) Read(context.Context) (jsonrpc.Message, error) {
 	}
 }
 func (p *pipeConn) Write(_ context.Context, m jsonrpc.Message) error { p.out <- m; return nil }
-func (p *pipeConn) Close() error                                      { return nil }
-func (p *pipeConn) SessionID() string                                 { return "" }
+func (p *pipeConn) Close() error                                     { return nil }
+func (p *pipeConn) SessionID() string                                { return "" }
 
 // TestWireConnCallTool: the plain call writes one tools/call of the
 // runtime's own (a string ID go-sdk never uses; arguments kept on one
