@@ -57,7 +57,8 @@ const errOwnClosing = "jsonrpc2: client is closing"
 // after a plain call's context ended (go-sdk's notifyCancellationTimeout).
 const notifyCancelledTimeout = 5 * time.Second
 
-// callTool sends tools/call of tool with args (JSON, compact) and meta,
+// callTool sends tools/call of tool with args (valid JSON, as
+// json.Marshal writes it; a newline in it is compacted away) and meta,
 // and waits for its answer. It returns the result as the server sent it
 // (raw, a copy), the result decoded, and what was cut of it in transit
 // (nil: nothing; see frameCap).
@@ -73,10 +74,6 @@ func (c *wireConn) callTool(ctx context.Context, tool string, args []byte, meta 
 		}
 		args = b.Bytes()
 	}
-	params, err := json.Marshal(wireCallParams{Meta: meta, Name: tool, Arguments: args})
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("calling %q: marshaling call parameters: %w", method, err)
-	}
 	key, ch, err := c.addOwn()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
@@ -86,7 +83,7 @@ func (c *wireConn) callTool(ctx context.Context, tool string, args []byte, meta 
 	c.wireCalls.add(id, sink) // frameCap cuts an oversized answer for it
 	defer sink.take()
 	defer c.dropOwn(key)
-	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+	if err := c.writeCall(ctx, id, key, tool, args, meta); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, nil, ctx.Err()
 		}
@@ -113,6 +110,43 @@ func (c *wireConn) callTool(ctx context.Context, tool string, args []byte, meta 
 		return nil, nil, nil, fmt.Errorf("calling %q: %w", method, err)
 	}
 	return res, raw, transit, nil
+}
+
+// lineWriter is a connection that writes a message encoded already, a
+// line with its newline (lineConn).
+type lineWriter interface {
+	writeLine(ctx context.Context, line []byte) error
+}
+
+// writeCall writes the tools/call of request id (key, its string).
+// Over stdio the line is put together here, once; on another connection
+// (in-process) the request goes as a message.
+func (c *wireConn) writeCall(ctx context.Context, id jsonrpc.ID, key, tool string, args []byte, meta mcp.Meta) error {
+	var mb []byte
+	if len(meta) > 0 {
+		var err error
+		if mb, err = json.Marshal(meta); err != nil {
+			return fmt.Errorf("marshaling call parameters: %w", err)
+		}
+	}
+	if lw, ok := c.Connection.(lineWriter); ok {
+		line := make([]byte, 0, 96+len(key)+len(tool)+len(args)+len(mb))
+		line = append(line, `{"jsonrpc":"2.0","id":`...)
+		line = appendJSONString(line, key)
+		line = append(line, `,"method":"tools/call","params":{`...)
+		if mb != nil {
+			line = append(append(append(line, `"_meta":`...), mb...), ',')
+		}
+		line = append(line, `"name":`...)
+		line = appendJSONString(line, tool)
+		line = append(append(append(line, `,"arguments":`...), args...), "}}\n"...)
+		return lw.writeLine(ctx, line)
+	}
+	params, err := json.Marshal(wireCallParams{Meta: meta, Name: tool, Arguments: args})
+	if err != nil {
+		return fmt.Errorf("marshaling call parameters: %w", err)
+	}
+	return c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call", Params: params})
 }
 
 // addOwn registers a request of the runtime's own: its ID's key, and the

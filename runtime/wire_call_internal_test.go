@@ -1,11 +1,16 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -158,5 +163,75 @@ func TestWireConnCallTool(t *testing.T) {
 	}
 	if len(c.own) != 0 || len(c.pending) != 0 {
 		t.Errorf("left %d own, %d pending", len(c.own), len(c.pending))
+	}
+}
+
+// lockedBuffer is an io.WriteCloser keeping what is written, safe to
+// read while written.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+func (b *lockedBuffer) Close() error { return nil }
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// TestWireCallLine: over stdio the plain call writes its request as one
+// line it puts together itself, which decodes (as a server decodes it)
+// to the request go-sdk's encoding would give, whatever the tool's name
+// and the arguments' spacing.
+func TestWireCallLine(t *testing.T) {
+	for _, tc := range []struct {
+		tool string
+		args string
+		meta mcp.Meta
+	}{
+		{"echo", `{"message":"hi"}`, nil},
+		{`we"ird\name` + "\t\u00e9<&>", `{"a":[1,2,{"b":null}],"s":"x\ny"}`, mcp.Meta{"traceparent": "00-abc-def-01", "tracestate": "k=v"}},
+		{"spaced", "{\n  \"a\": 1\n}", nil},
+	} {
+		out := &lockedBuffer{}
+		lc := &lineConn{w: out}
+		c := &wireConn{Connection: lc, wireCalls: newWireCalls()}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // no answer will come: the call gives up once written
+		done := make(chan error, 1)
+		go func() { _, _, _, err := c.callTool(ctx, tc.tool, []byte(tc.args), tc.meta); done <- err }()
+		<-done
+		if len(out.Bytes()) != 0 {
+			t.Fatalf("a call with its context ended wrote %q", out.Bytes())
+		}
+
+		written := make(chan struct{})
+		ctx, cancel = context.WithCancel(context.Background())
+		go func() { _, _, _, err := c.callTool(ctx, tc.tool, []byte(tc.args), tc.meta); done <- err; close(written) }()
+		for deadline := time.Now().Add(5 * time.Second); len(out.Bytes()) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		<-written
+		c.bg.Wait()
+		line, _, _ := bytes.Cut(out.Bytes(), []byte("\n"))
+		msg, err := decodeLine(line)
+		if err != nil {
+			t.Fatalf("%s: the line %s does not decode: %v", tc.tool, line, err)
+		}
+		req := msg.(*jsonrpc.Request)
+		want, _ := json.Marshal(&mcp.CallToolParams{Name: tc.tool, Arguments: json.RawMessage(tc.args), Meta: tc.meta})
+		var got, wantV any
+		json.Unmarshal(req.Params, &got)
+		json.Unmarshal(want, &wantV)
+		if !reflect.DeepEqual(got, wantV) || req.Method != "tools/call" || !strings.HasPrefix(req.ID.Raw().(string), ownIDPrefix) {
+			t.Errorf("%s: wrote %s %v %s, want the params %s", tc.tool, req.Method, req.ID, req.Params, want)
+		}
 	}
 }

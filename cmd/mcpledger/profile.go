@@ -7,8 +7,10 @@ import (
 )
 
 // startCPUProfile writes a CPU profile of this process to path until the
-// returned stop is called: MCPLEDGER_CPUPROFILE=FILE on serve, for
-// studying where a gateway's time goes (go tool pprof FILE).
+// returned stop is called, and then the process's allocations so far to
+// path+".allocs": MCPLEDGER_CPUPROFILE=FILE on serve, for studying where
+// a gateway's time and allocations go (go tool pprof FILE, and
+// go tool pprof -sample_index=alloc_objects FILE.allocs).
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -21,5 +23,9 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		if h, err := os.Create(path + ".allocs"); err == nil {
+			pprof.Lookup("allocs").WriteTo(h, 0)
+			h.Close()
+		}
 	}, nil
 }

@@ -163,3 +163,27 @@ func TestMayDeclareParamHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainCall: a call may go around the upstream client's sending
+// middleware only when the middleware would change nothing: no client
+// progress token to map, no input round's answers or state to carry.
+func TestPlainCall(t *testing.T) {
+	tok := any("t1")
+	withCall := func(gc *gwCall) context.Context { return context.WithValue(context.Background(), gwCallKey{}, gc) }
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"no gateway call", context.Background(), true},
+		{"a call without a token", withCall(&gwCall{}), true},
+		{"a call with a progress token", withCall(&gwCall{token: tok}), false},
+		{"a round with nothing to carry", withRound(withCall(&gwCall{}), &round{caps: &mcp.ClientCapabilities{}}), true},
+		{"a round's state", withRound(withCall(&gwCall{}), &round{state: "s"}), false},
+		{"a round's answers", withRound(withCall(&gwCall{}), &round{responses: mcp.InputResponseMap{"a": nil}}), false},
+	} {
+		if got := plainCall(tc.ctx); got != tc.want {
+			t.Errorf("%s: plainCall %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -226,7 +226,8 @@ func plainCall(ctx context.Context) bool {
 	if gc := callOf(ctx); gc != nil && gc.token != nil {
 		return false
 	}
-	return ctx.Value(roundKey{}) == nil
+	rd, _ := ctx.Value(roundKey{}).(*round)
+	return rd == nil || len(rd.responses) == 0 && rd.state == ""
 }
 
 // New returns a Gateway. It serves nothing until Attach.
@@ -285,9 +286,11 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 //
 // The Manager may send a call around the client's sending middleware
 // (runtime.Options.PlainCall) when the middleware has no part in it: no
-// client progress token to map (progressMiddleware) and no input round
-// of a 2026-07-28 server (roundMiddleware; the Manager sends such
-// sessions' calls through go-sdk anyway).
+// client progress token to map (progressMiddleware), and no answers or
+// state of an input round to carry (roundMiddleware; its other part, the
+// capabilities and log level in a 2026-07-28 request's _meta, and its
+// check for input requests concern 2026-07-28 sessions only, whose calls
+// the Manager sends through go-sdk).
 func (g *Gateway) Bind(o *runtime.Options, j runtime.Journal) runtime.Journal {
 	o.NewClient = g.newClient
 	o.PlainCall = plainCall
