@@ -126,6 +126,8 @@ func (m *Manager) CallToolWith(ctx context.Context, name string, args any, o *Ca
 	m.calls.Add(1)
 	m.callMu.Unlock()
 	defer m.calls.Done()
+	m.inCalls.Add(1)
+	defer m.inCalls.Add(-1)
 	if o == nil {
 		o = &CallOptions{}
 	}

@@ -101,9 +101,15 @@ func (m *Manager) submitReq(ctx context.Context, r *request) (result, error) {
 // in queued until the loop has processed it) sends r through the loop
 // too. Call records are facts that decide nothing (fsm.Decide) and start
 // no effects, so nothing here needs the loop's timers.
+//
+// Only a lone call's records go direct: with other calls in flight, a
+// commit of one record holds procMu through its fsync while theirs
+// queue, and the loop's batches, which share one commit among all that
+// queued, carry more records per fsync (at c=16 through the gateway, a
+// direct commit for every other batch halved them).
 func (m *Manager) submitDirect(r *request) bool {
 	if !r.durable || r.prepare != nil || r.check != nil || r.noEvent || !isCallRecord(r.ev.Kind) ||
-		m.queued.Load() != 0 || !m.procMu.TryLock() {
+		m.queued.Load() != 0 || m.inCalls.Load() > 1 || !m.procMu.TryLock() {
 		return false
 	}
 	defer m.procMu.Unlock()
@@ -146,6 +152,8 @@ func (m *Manager) loop() {
 	defer hold.Stop()
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for {
 		m.procMu.Lock()
 		m.armTimer(timer)
@@ -157,16 +165,7 @@ func (m *Manager) loop() {
 		timerDue, holdDue, retryDue := false, false, false
 		select {
 		case r := <-m.inbox:
-			batch = append(batch, r)
-		drain:
-			for len(batch) < maxBatch {
-				select {
-				case r := <-m.inbox:
-					batch = append(batch, r)
-				default:
-					break drain
-				}
-			}
+			batch = m.linger(m.drain(append(batch, r)), linger)
 			received = len(batch)
 		case <-timer.C:
 			timerDue = true
@@ -185,6 +184,13 @@ func (m *Manager) loop() {
 			return
 		}
 		m.procMu.Lock()
+		if received > 0 {
+			// Requests that came while a direct submitter held procMu
+			// (an audited call's commit, with its fsync) join this batch
+			// and share its commit, rather than wait for the next.
+			batch = m.drain(batch)
+			received = len(batch)
+		}
 		switch {
 		case timerDue:
 			batch = m.dueTimers()
@@ -199,6 +205,55 @@ func (m *Manager) loop() {
 		m.queued.Add(int64(-received))
 		m.procMu.Unlock()
 	}
+}
+
+// callLinger bounds how long the loop waits for audited call records to
+// gather before it commits them (see linger).
+const callLinger = 300 * time.Microsecond
+
+// linger waits, at most callLinger, for more durable call records to join
+// batch when the last durable commit shared several and other calls are
+// in flight: under concurrent audited calls each commit's fsync then
+// serves more of them (the store's writer lingers the same way, but the
+// Manager is its only appender). A lone call never waits.
+func (m *Manager) linger(batch []*request, t *time.Timer) []*request {
+	want := int(m.lastShared.Load())
+	if want < 2 || len(batch) >= want || m.inCalls.Load() <= int64(len(batch)) {
+		return batch
+	}
+	durable := false
+	for _, r := range batch {
+		durable = durable || r.durable && isCallRecord(r.ev.Kind)
+	}
+	if !durable {
+		return batch
+	}
+	t.Reset(callLinger)
+	defer t.Stop()
+	for len(batch) < want && len(batch) < maxBatch {
+		select {
+		case r := <-m.inbox:
+			batch = append(batch, r)
+		case <-t.C:
+			return m.drain(batch)
+		case <-m.ctx.Done():
+			return batch
+		}
+	}
+	return batch
+}
+
+// drain adds to batch what waits in the inbox, up to maxBatch.
+func (m *Manager) drain(batch []*request) []*request {
+	for len(batch) < maxBatch {
+		select {
+		case r := <-m.inbox:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // failWaiting answers every request still queued when the loop ends.
@@ -293,6 +348,7 @@ func (m *Manager) process(batch []*request) {
 				evs = append(held, out...)
 			}
 			err = m.j.Append(m.ctx, m.sid, evs)
+			m.lastShared.Store(int64(len(batch)))
 		} else {
 			m.hold(out)
 		}

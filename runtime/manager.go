@@ -57,9 +57,16 @@ type Manager struct {
 	loopEnded bool
 
 	// calls in flight, so Close can fail them and wait.
-	callMu     sync.Mutex
-	closing    bool
-	calls      sync.WaitGroup
+	callMu  sync.Mutex
+	closing bool
+	calls   sync.WaitGroup
+	// inCalls counts the tool calls in flight (CallToolWith): an audited
+	// call's record is committed on its caller's goroutine only when its
+	// call is the only one (submitDirect).
+	inCalls atomic.Int64
+	// lastShared is how many requests the last durable commit carried
+	// (the loop's linger).
+	lastShared atomic.Int64
 	callCtx    context.Context
 	callCancel context.CancelFunc
 

@@ -213,7 +213,11 @@ func TestWireCallLine(t *testing.T) {
 
 		written := make(chan struct{})
 		ctx, cancel = context.WithCancel(context.Background())
-		go func() { _, _, _, err := c.callTool(ctx, tc.tool, []byte(tc.args), tc.meta); done <- err; close(written) }()
+		go func() {
+			_, _, _, err := c.callTool(ctx, tc.tool, []byte(tc.args), tc.meta)
+			done <- err
+			close(written)
+		}()
 		for deadline := time.Now().Add(5 * time.Second); len(out.Bytes()) == 0 && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
