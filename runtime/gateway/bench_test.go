@@ -13,7 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,18 +257,25 @@ func benchViaTBXark(b *testing.B, bin string) {
 	case <-time.After(30 * time.Second):
 		b.Fatal("TBXark did not route /srv/ within 30s")
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; { // it routes /srv/ and listens in parallel
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+	// It logs the route before its handler is in place, and routes and
+	// listens in parallel: until both, a connection is refused or its
+	// initialize answered 404.
+	endpoint := "http://" + addr + "/srv/mcp"
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Post(endpoint, "application/json", strings.NewReader(`{}`))
 		if err == nil {
-			c.Close()
-			break
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				break
+			}
+			err = fmt.Errorf("%s: %s", endpoint, resp.Status)
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("TBXark does not listen on %s: %v", addr, err)
+			b.Fatalf("TBXark does not serve %s: %v", endpoint, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/srv/mcp", MaxRetries: -1})
+	cs := benchConnect(b, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1})
 	benchConcurrency(b, cs, "echo", cmd.Process.Pid)
 }
 
