@@ -258,12 +258,19 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, hs handle
 			fmt.Sprintf("mcpledger: the gateway holds %d client sessions, every one busy; retry later", opts.MaxSessions))
 		return
 	}
-	var opened string
-	defer func() { sessions.added(opened) }()
-	h.ServeHTTP(rw, r)
-	if !rw.refused {
-		opened = w.Header().Get(sessionHeader)
+	// The session goes in the table before its initialize is answered:
+	// the client's next requests, which may come before this handler
+	// returns, find it (and take the fast path).
+	done := false
+	added := func(id string) {
+		if !done {
+			done = true
+			sessions.added(id)
+		}
 	}
+	rw.onHeader = func() { added(w.Header().Get(sessionHeader)) }
+	defer added("") // refused, or nothing written
+	h.ServeHTTP(rw, r)
 }
 
 // flushSession sends the session a ping of its own after a large request,

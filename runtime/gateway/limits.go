@@ -215,6 +215,9 @@ type refusingWriter struct {
 	refuse  func(err error)
 	refused bool
 	wrote   bool
+	// onHeader, if set, runs once the response's header is final and
+	// before it is written (not for a refused request).
+	onHeader func()
 }
 
 func (w *refusingWriter) WriteHeader(code int) {
@@ -226,6 +229,9 @@ func (w *refusingWriter) WriteHeader(code int) {
 		w.refused = true
 		w.refuse(w.body.refusal)
 		return
+	}
+	if w.onHeader != nil {
+		w.onHeader()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
