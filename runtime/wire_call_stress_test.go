@@ -27,14 +27,7 @@ func testConcurrentCalls(t *testing.T, version string) {
 	o := fastOpts(configOf(c, s))
 	o.ProtocolVersion = version
 	o.Durability = runtime.Relaxed
-	m, err := runtime.New(adapter, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := startCalls(t, adapter, o, false)
 	const workers, each = 16, 400
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)

@@ -55,17 +55,7 @@ func TestPlainCallAsSDK(t *testing.T) {
 		o.ProtocolVersion = "2025-11-25" // the plain call's versions
 		o.MaxMessageBytes = 200_000
 		o.Decider.MaxAttempts = 1
-		m, err := runtime.New(adapter, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sdk {
-			runtime.SetSDKCalls(m)
-		}
-		if _, err := m.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m := startCalls(t, adapter, o, sdk)
 		ctx := t.Context()
 		if timeout > 0 {
 			var cancel context.CancelFunc
@@ -114,6 +104,24 @@ func TestPlainCallAsSDK(t *testing.T) {
 	}
 }
 
+// startCalls starts a Manager over j with options o, closed when the
+// test ends; with sdk, every call goes through go-sdk's client.
+func startCalls(t *testing.T, j runtime.Journal, o *runtime.Options, sdk bool) *runtime.Manager {
+	t.Helper()
+	m, err := runtime.New(j, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sdk {
+		runtime.SetSDKCalls(m)
+	}
+	if _, err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 // gone puts one word for the two ways a stdio server's exit reaches a
 // call in flight, whichever path: its pipe's EOF, or the pipe closed
 // under the reader once the process is reaped.
@@ -138,18 +146,8 @@ func TestPlainCallCancelNotifies(t *testing.T) {
 					return nil, nil, ctx.Err()
 				})
 			_, adapter := openJournal(t)
-			m, err := runtime.New(adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": srv}, Seed: 1,
-				PingInterval: -1, ProtocolVersion: "2025-11-25"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sdk {
-				runtime.SetSDKCalls(m)
-			}
-			if _, err := m.Start(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := startCalls(t, adapter, &runtime.Options{InProcess: map[string]*mcp.Server{"mem": srv}, Seed: 1,
+				PingInterval: -1, ProtocolVersion: "2025-11-25"}, sdk)
 			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 			defer cancel()
 			if _, err := m.CallTool(ctx, "mcp__mem__wait", nil); !errors.Is(err, context.DeadlineExceeded) {
