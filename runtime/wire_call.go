@@ -20,8 +20,8 @@ import (
 // Why: go-sdk's ClientSession.CallTool marshals the params twice, runs
 // the sending middleware chain, tracks the call in jsonrpc2's in-flight
 // state under its lock, and hands the raw result back through a
-// stand-in error (errDecodedHere); at c=16 through the gateway that was
-// a sixth of the gateway's CPU per call (BENCHMARKS.md, "Gateway"). The
+// stand-in error (errDecodedHere): about 35 of the gateway's 180–210 µs
+// of CPU per call at c=16 in a profile (BENCHMARKS.md, "Gateway"). The
 // plain call writes one line and waits on one channel.
 //
 // What it must keep: go-sdk's outcome shapes, which the call path's
@@ -37,7 +37,7 @@ import (
 //     notifications/cancelled, off the caller's path.
 //
 // It is taken only where nothing of go-sdk's client could differ
-// (conn.plainWire): a connection the runtime wraps (stdio, in-process),
+// (Manager.plainWire): a connection the runtime wraps (stdio, in-process),
 // a session below 2026-07-28 (whose requests go-sdk adds nothing to),
 // and no sending middleware with a part in the call (Options.PlainCall).
 
