@@ -103,10 +103,9 @@ func (m *Manager) submitReq(ctx context.Context, r *request) (result, error) {
 // no effects, so nothing here needs the loop's timers.
 //
 // Only a lone call's records go direct: with other calls in flight, a
-// commit of one record holds procMu through its fsync while theirs
-// queue, and the loop's batches, which share one commit among all that
-// queued, carry more records per fsync (at c=16 through the gateway, a
-// direct commit for every other batch halved them).
+// commit of one record would hold procMu through its fsync while theirs
+// queue, where the loop's batches (see linger) share one commit among
+// all that queued.
 func (m *Manager) submitDirect(r *request) bool {
 	if !r.durable || r.prepare != nil || r.check != nil || r.noEvent || !isCallRecord(r.ev.Kind) ||
 		m.queued.Load() != 0 || m.inCalls.Load() > 1 || !m.procMu.TryLock() {
