@@ -10,15 +10,17 @@ import (
 	"github.com/mcpledger/mcpledger/events"
 )
 
-// TestSubmitDirect checks the rule of the direct path: a durable call
-// record is decided and journaled on the caller's goroutine only when
-// nothing is queued for the loop (so nothing queued before it is
-// overtaken), and no other input ever takes it. Taken, it journals the
-// record with the next seq, like the loop would.
+// TestSubmitDirect checks the rule of the direct path: a call record is
+// decided on the caller's goroutine only when nothing is queued for the
+// loop (so nothing queued before it is overtaken) and no other call is in
+// flight, and no other input ever takes it. Taken, a durable record is
+// journaled with the next seq, like the loop would; a relaxed one is held,
+// and its hold still ends by its timer, which the loop arms when woken.
 func TestSubmitDirect(t *testing.T) {
 	j := &captureJournal{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
-	m, err := New(j, &Options{InProcess: map[string]*mcp.Server{"mem": srv}, PingInterval: -1, Seed: 1})
+	m, err := New(j, &Options{InProcess: map[string]*mcp.Server{"mem": srv}, PingInterval: -1, Seed: 1,
+		RelaxedHold: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +38,14 @@ func TestSubmitDirect(t *testing.T) {
 		t.Error("a call record overtook an input queued before it")
 	}
 	m.queued.Add(-1)
+	m.inCalls.Add(2) // another call in flight: the loop batches their records
+	for _, durable := range []bool{true, false} {
+		if m.submitDirect(req(started("c2"), durable)) {
+			t.Errorf("a call record (durable %v) went direct with two calls in flight", durable)
+		}
+	}
+	m.inCalls.Add(-2)
 	for _, r := range []*request{
-		req(started("c2"), false), // relaxed: queued, never waited for
 		req(&events.PromptsListed{Attempt: 1}, true),
 		{ev: events.Event{Kind: events.KindCallStarted, Server: "mem", Payload: started("c3")}, durable: true, noEvent: true},
 	} {
@@ -72,11 +80,39 @@ func TestSubmitDirect(t *testing.T) {
 		t.Errorf("seqs %v: not 1..n in order", seqs)
 	}
 
+	// A relaxed record is held, not journaled; nothing else comes to the
+	// loop, yet the hold ends by its timer.
+	rr := req(started("c6"), false)
+	for !m.submitDirect(rr) {
+		if time.Now().After(deadline) {
+			t.Fatal("the direct path was never taken by a relaxed record with the loop idle")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	held := func() bool {
+		m.procMu.Lock()
+		defer m.procMu.Unlock()
+		return len(m.held) > 0
+	}
+	journaled := func() bool {
+		evs := j.snapshot()
+		p, ok := evs[len(evs)-1].Payload.(*events.CallStarted)
+		return ok && p.CallID == "c6"
+	}
+	for held() || !journaled() {
+		if time.Now().After(deadline) {
+			t.Fatalf("a relaxed record held on the direct path was not journaled within 5 s (held %v)", held())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
 	// After Close the loop has ended: no direct path.
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if m.submitDirect(req(started("c5"), true)) {
-		t.Error("the direct path was taken after Close")
+	for _, durable := range []bool{true, false} {
+		if m.submitDirect(req(started("c5"), durable)) {
+			t.Errorf("the direct path was taken after Close (durable %v)", durable)
+		}
 	}
 }

@@ -46,7 +46,8 @@ type Manager struct {
 	inbox    chan *request
 	loopDone chan struct{}
 	// wake makes the loop re-arm its timers: a direct submitter that
-	// degraded the Manager needs the retry timer armed (buffered, 1).
+	// started a hold of relaxed records needs the hold's timer armed, one
+	// that degraded the Manager the retry timer (buffered, 1).
 	wake chan struct{}
 	// procMu is held by whoever decides and journals: the loop goroutine,
 	// or a caller taking the direct path (see submitDirect). queued counts
