@@ -41,8 +41,12 @@ import (
 //   - direct-stdio: the client → the server over stdio (the reference for
 //     the throughput target);
 //   - floor=direct+2-commits: direct's call between two raw bbolt commits
-//     (rawCommits), c=1: the least any write-ahead journal on bbolt adds
-//     to an audited call on this disk;
+//     (runtimetest.RawCommits), c=1: the least any write-ahead journal on
+//     bbolt adds to an audited call on this disk;
+//   - floor=direct-stdio+2-commits: direct-stdio's call between two such
+//     commits, shared among concurrent calls (group commit): at c=16, the
+//     most an audited gateway on bbolt could serve on this disk, with no
+//     HTTP hop at all;
 //   - via-serve: the client → `mcpledger serve --http 127.0.0.1:0` (the
 //     binary, built for the run; audit durability, its bbolt journal with
 //     fsync in b.TempDir()) → the same server over stdio;
@@ -86,6 +90,16 @@ func BenchmarkGateway(b *testing.B) {
 			return err
 		})
 		b.Run("c=1", func(b *testing.B) { runConcurrent(b, 1, call) })
+	})
+	b.Run("floor=direct-stdio+2-commits", func(b *testing.B) { // audit's write-ahead, shared at c=16
+		cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
+		call := runtimetest.OpenRawCommits(b).Around(func() error {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello ledger"}})
+			return err
+		})
+		for _, c := range []int{1, 16} {
+			b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, call) })
+		}
 	})
 	b.Run("via-serve", func(b *testing.B) { benchViaServe(b, bin, false, pinned2025) })
 	b.Run("via-serve-relaxed", func(b *testing.B) { benchViaServe(b, bin, true, pinned2025) })
@@ -301,7 +315,9 @@ func benchConnectVersion(b *testing.B, t mcp.Transport, version string) *mcp.Cli
 
 // benchConcurrency runs the c=1 and c=16 sub-benchmarks of calling tool.
 // With gw a gateway's PID, each also reports the gateway's own CPU time
-// per call (gw-cpu-ns/call; its upstream server, a child, not counted).
+// per call (gw-cpu-ns/call; its upstream server, a child, not counted);
+// each reports the benchmark process's, the client's (client-cpu-ns/call:
+// a server it started over stdio, a child, not counted either).
 func benchConcurrency(b *testing.B, cs *mcp.ClientSession, tool string, gw int) {
 	args := map[string]any{"message": "hello ledger"}
 	call := func() error {
@@ -318,11 +334,12 @@ func benchConcurrency(b *testing.B, cs *mcp.ClientSession, tool string, gw int) 
 	}
 	for _, c := range []int{1, 16} {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			cpu0 := procCPU(b, gw)
+			cpu0, self0 := procCPU(b, gw), procCPU(b, os.Getpid())
 			runConcurrent(b, c, call)
 			if gw > 0 {
 				b.ReportMetric(float64((procCPU(b, gw)-cpu0).Nanoseconds())/float64(b.N), "gw-cpu-ns/call")
 			}
+			b.ReportMetric(float64((procCPU(b, os.Getpid())-self0).Nanoseconds())/float64(b.N), "client-cpu-ns/call")
 		})
 	}
 }

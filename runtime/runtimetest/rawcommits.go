@@ -2,24 +2,40 @@ package runtimetest
 
 import (
 	"encoding/binary"
+	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // RawCommits is the journal floor of Audit mode for the benchmarks: raw
-// bbolt, one db.Update per record (fsync on, FillPercent 1.0, hashmap
-// freelist, as the store configures it), a 250-byte record under a
-// big-endian sequence. An audit call commits twice in sequence (call.started
-// before the request, call.finished before the reply); a baseline that
-// makes the direct call between two such commits is what any write-ahead
-// journal on bbolt pays on this disk.
+// bbolt (fsync on, FillPercent 1.0, hashmap freelist, as the store
+// configures it), a 250-byte record under a big-endian sequence. An audit
+// call commits twice in sequence (call.started before the request,
+// call.finished before the reply); a baseline that makes the direct call
+// between two such commits is what any write-ahead journal on bbolt pays
+// on this disk.
+//
+// Concurrent commits are grouped, as the store's are: a lone caller
+// commits its record at once, in its own goroutine; callers that come
+// while a commit runs wait, and the first of them then commits all their
+// records in one transaction. So the floor at c=16 is what bbolt's commit
+// allows when every commit is shared.
 type RawCommits struct {
 	db  *bolt.DB
-	seq uint64
-	val []byte
+	seq     uint64 // of the last record; written by the leader only
+	commits int    // transactions committed; written by the leader only
+	val     []byte
+
+	mu      sync.Mutex
+	leading bool         // a commit runs, or is handed on
+	waiting []chan error // callers whose records the next commit carries
 }
+
+// errLead hands the next commit to a waiting caller.
+var errLead = errors.New("runtimetest: lead the next commit")
 
 // OpenRawCommits opens the floor journal in a temporary directory, closed
 // when the benchmark ends.
@@ -40,15 +56,53 @@ func OpenRawCommits(b testing.TB) *RawCommits {
 	return &RawCommits{db: db, val: val}
 }
 
-// Commit durably stores one record.
+// Commit durably stores one record, in a commit it may share.
 func (r *RawCommits) Commit() error {
+	r.mu.Lock()
+	if r.leading {
+		done := make(chan error, 1)
+		r.waiting = append(r.waiting, done)
+		r.mu.Unlock()
+		if err := <-done; err != errLead {
+			return err
+		}
+		r.mu.Lock() // leading was kept true for this caller
+	}
+	r.leading = true
+	batch := r.waiting
+	r.waiting = nil
+	r.mu.Unlock()
+	err := r.commit(1 + len(batch))
+	for _, c := range batch {
+		c <- err
+	}
+	r.mu.Lock()
+	if len(r.waiting) > 0 { // came during the commit: the first leads
+		next := r.waiting[0]
+		r.waiting = r.waiting[1:]
+		next <- errLead
+	} else {
+		r.leading = false
+	}
+	r.mu.Unlock()
+	return err
+}
+
+// commit stores n records in one transaction.
+func (r *RawCommits) commit(n int) error {
+	r.commits++
 	return r.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket([]byte("log"))
 		bk.FillPercent = 1.0
-		r.seq++
-		var k [8]byte
-		binary.BigEndian.PutUint64(k[:], r.seq)
-		return bk.Put(k[:], r.val)
+		for range n {
+			r.seq++
+			var k [8]byte
+			binary.BigEndian.PutUint64(k[:], r.seq)
+			if err := bk.Put(k[:], r.val); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
