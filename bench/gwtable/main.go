@@ -7,7 +7,9 @@
 //   - per gateway path (via-serve-relaxed, via-serve, via-tbxark), the p50
 //     it adds at c=1 over direct-stdio, and its c=16 throughput as a
 //     fraction of direct-stdio's and of via-tbxark's;
-//   - the audit floor: floor=direct+2-commits' p50 minus direct's;
+//   - the audit floor: floor=direct+2-commits' p50 minus direct's, and at
+//     c=16 floor=direct-stdio+2-commits' throughput as a fraction of
+//     via-tbxark's;
 //   - the issue 21 targets, met or missed.
 //
 // The n-th result of a sub-benchmark belongs to round n. A derived figure
@@ -145,6 +147,8 @@ const (
 	stdio  = "direct-stdio"
 	tbxark = "via-tbxark"
 	floor  = "floor=direct+2-commits"
+	// floor16 is the audit floor at c=16: group commits, no HTTP hop.
+	floor16 = "floor=direct-stdio+2-commits"
 )
 
 // gateways are the paths the derived figures are given for.
@@ -178,20 +182,21 @@ func report(w io.Writer, results []result) error {
 	rs := group(results)
 	fmt.Fprintf(w, "rounds: %d (median [min–max] over the rounds; times in ms)\n\n", len(rs))
 
-	fmt.Fprintln(w, "| sub-benchmark | p50 c=1 | p99 c=1 | time per call c=16 | calls/s c=16 | gateway CPU per call c=1 | c=16 |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| sub-benchmark | p50 c=1 | p99 c=1 | time per call c=16 | calls/s c=16 | gateway CPU per call c=1 | c=16 | client CPU per call c=16 |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, p := range paths(results) {
 		p50, ok50 := rs.metric(p, "c=1", "p50-ns")
 		p99, ok99 := rs.metric(p, "c=1", "p99-ns")
 		per, okPer := rs.metric(p, "c=16", "ns/call")
 		cpu1, okCPU1 := rs.metric(p, "c=1", "gw-cpu-ns/call")
 		cpu16, okCPU16 := rs.metric(p, "c=16", "gw-cpu-ns/call")
+		client16, okClient16 := rs.metric(p, "c=16", "client-cpu-ns/call")
 		cps := "–"
 		if okPer {
 			cps = strconv.FormatFloat(1e9/per.med, 'f', 0, 64)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", p, fmtMs(p50, ok50, false), fmtMs(p99, ok99, false), fmtMs(per, okPer, false), cps,
-			fmtMs(cpu1, okCPU1, false), fmtMs(cpu16, okCPU16, false))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p, fmtMs(p50, ok50, false), fmtMs(p99, ok99, false), fmtMs(per, okPer, false), cps,
+			fmtMs(cpu1, okCPU1, false), fmtMs(cpu16, okCPU16, false), fmtMs(client16, okClient16, false))
 	}
 
 	added := func(p string) (stat, bool) {
@@ -220,6 +225,8 @@ func report(w io.Writer, results []result) error {
 		return get(key(floor, "c=1", "p50-ns")) - get(key("direct", "c=1", "p50-ns"))
 	})
 	fmt.Fprintf(w, "\naudit floor (floor=direct+2-commits p50 − direct p50, c=1): %s\n", fmtMs(fl, okF, true))
+	fl16, okF16 := ratio(floor16, tbxark)
+	fmt.Fprintf(w, "audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): %s\n", fmtX(fl16, okF16))
 
 	fmt.Fprintln(w, "\ntargets (issue 21), judged on the medians above:")
 	peerAdded, okPeer := added(tbxark)

@@ -11,7 +11,7 @@ import (
 func round(p50, perCall map[string]int) string {
 	var b strings.Builder
 	b.WriteString("goos: linux\ngoarch: amd64\npkg: github.com/mcpledger/mcpledger/runtime/gateway\n")
-	for _, p := range []string{"direct", "direct-stdio", "floor=direct+2-commits", "via-serve", "via-serve-relaxed", "via-tbxark"} {
+	for _, p := range []string{"direct", "direct-stdio", "floor=direct+2-commits", "floor=direct-stdio+2-commits", "via-serve", "via-serve-relaxed", "via-tbxark"} {
 		cpu := "" // a gateway's own CPU per call: half its p50 (c=1) or its time per call (c=16)
 		if v, ok := p50[p]; ok {
 			if strings.HasPrefix(p, "via-") {
@@ -23,7 +23,8 @@ func round(p50, perCall map[string]int) string {
 			if strings.HasPrefix(p, "via-") {
 				cpu = fmt.Sprintf("\t %d gw-cpu-ns/call", v/2)
 			}
-			fmt.Fprintf(&b, "BenchmarkGateway/%s/c=16-2  \t 200\t %d ns/op%s\t %d ns/call\t 99 p50-ns\t 999 p99-ns\n", p, v+1, cpu, v)
+			// the client's CPU per call: a third of the time per call
+			fmt.Fprintf(&b, "BenchmarkGateway/%s/c=16-2  \t 200\t %d ns/op%s\t %d ns/call\t 99 p50-ns\t 999 p99-ns\t %d client-cpu-ns/call\n", p, v+1, cpu, v, v/3)
 		}
 	}
 	b.WriteString("PASS\nok  \tgithub.com/mcpledger/mcpledger/runtime/gateway\t12.3s\n")
@@ -50,21 +51,22 @@ func TestReport(t *testing.T) {
 	// difference of the medians would be 1.0 − 0.2 = 0.8 ms.
 	in := round(
 		map[string]int{"direct": 400_000, "direct-stdio": 200_000, "floor=direct+2-commits": 1_400_000, "via-serve": 2_600_000, "via-serve-relaxed": 600_000, "via-tbxark": 500_000},
-		map[string]int{"direct-stdio": 100_000, "via-serve": 400_000, "via-serve-relaxed": 200_000, "via-tbxark": 125_000},
+		map[string]int{"direct-stdio": 100_000, "floor=direct-stdio+2-commits": 110_000, "via-serve": 400_000, "via-serve-relaxed": 200_000, "via-tbxark": 125_000},
 	) + round(
 		map[string]int{"direct": 500_000, "direct-stdio": 700_000, "floor=direct+2-commits": 1_700_000, "via-serve": 2_700_000, "via-serve-relaxed": 1_000_000, "via-tbxark": 1_100_000},
-		map[string]int{"direct-stdio": 200_000, "via-serve": 400_000, "via-serve-relaxed": 250_000, "via-tbxark": 250_000},
+		map[string]int{"direct-stdio": 200_000, "floor=direct-stdio+2-commits": 260_000, "via-serve": 400_000, "via-serve-relaxed": 250_000, "via-tbxark": 250_000},
 	) + round(
 		map[string]int{"direct": 450_000, "direct-stdio": 100_000, "floor=direct+2-commits": 1_450_000, "via-serve": 1_300_000, "via-serve-relaxed": 1_100_000, "via-tbxark": 400_000},
-		map[string]int{"direct-stdio": 150_000, "via-serve": 300_000, "via-serve-relaxed": 150_000, "via-tbxark": 100_000},
+		map[string]int{"direct-stdio": 150_000, "floor=direct-stdio+2-commits": 120_000, "via-serve": 300_000, "via-serve-relaxed": 150_000, "via-tbxark": 100_000},
 	)
 	out := run(t, in)
 	for _, want := range []string{
 		"rounds: 3 ",
 		// the medians of the raw figures; calls/s from the median per call
 		// with the gateway's CPU per call: half the p50 (c=1), half the time per call (c=16)
-		"| via-serve-relaxed | 1.000 [0.600–1.100] | 3.000 [1.800–3.300] | 0.200 [0.150–0.250] | 5000 | 0.500 [0.300–0.550] | 0.100 [0.075–0.125] |",
-		"| floor=direct+2-commits | 1.450 [1.400–1.700] | 4.350 [4.200–5.100] | – | – | – | – |",
+		// and the client's CPU per call, a third of the time per call (c=16)
+		"| via-serve-relaxed | 1.000 [0.600–1.100] | 3.000 [1.800–3.300] | 0.200 [0.150–0.250] | 5000 | 0.500 [0.300–0.550] | 0.100 [0.075–0.125] | 0.067 [0.050–0.083] |",
+		"| floor=direct+2-commits | 1.450 [1.400–1.700] | 4.350 [4.200–5.100] | – | – | – | – | – |",
 		// added over direct-stdio per round: 0.4, 0.3, 1.0 → 0.4; c=16
 		// ratios per round: stdio 0.5, 0.8, 1.0; tbxark 0.625, 1.0, 0.667
 		"| via-serve-relaxed | +0.400 [0.300–1.000] | 0.80× [0.50–1.00] | 0.67× [0.62–1.00] |",
@@ -74,6 +76,8 @@ func TestReport(t *testing.T) {
 		"| via-tbxark | +0.300 [0.300–0.400] | 0.80× [0.80–1.50] | 1.00× [1.00–1.00] |",
 		// floor − direct per round: 1.0, 1.2, 1.0
 		"audit floor (floor=direct+2-commits p50 − direct p50, c=1): +1.000 [1.000–1.200]",
+		// via-tbxark's time per call / the floor's, per round: 1.136, 0.962, 0.833
+		"audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): 0.96× [0.83–1.14]",
 		"via-serve-relaxed p50 added (ms): 0.400 (≤ 0.300): missed",
 		"via-serve-relaxed c=16 throughput / via-tbxark: 0.67× (≥ 1.00×): missed",
 		"via-serve p50 added (ms), ≤ via-tbxark's + 0.5: 2.000 (≤ 0.800): missed",
@@ -97,6 +101,7 @@ func TestReportTargetsMet(t *testing.T) {
 		"via-serve p50 added (ms), ≤ via-tbxark's + 0.5: 0.800 (≤ 0.800): met",
 		"via-serve c=16 throughput / via-tbxark: 0.80× (≥ 0.80×): met",
 		"audit floor (floor=direct+2-commits p50 − direct p50, c=1): –",
+		"audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): –",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)

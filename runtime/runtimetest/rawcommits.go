@@ -24,7 +24,7 @@ import (
 // records in one transaction. So the floor at c=16 is what bbolt's commit
 // allows when every commit is shared.
 type RawCommits struct {
-	db  *bolt.DB
+	db      *bolt.DB
 	seq     uint64 // of the last record; written by the leader only
 	commits int    // transactions committed; written by the leader only
 	val     []byte
