@@ -7,9 +7,11 @@
 //   - per gateway path (via-serve-relaxed, via-serve, via-tbxark), the p50
 //     it adds at c=1 over direct-stdio, and its c=16 throughput as a
 //     fraction of direct-stdio's and of via-tbxark's;
-//   - the audit floor: floor=direct+2-commits' p50 minus direct's, and at
+//   - the audit floor: floor=direct+2-commits' p50 minus direct's; at
 //     c=16 floor=direct-stdio+2-commits' throughput as a fraction of
-//     via-tbxark's;
+//     via-tbxark's, and that of a gateway as fast as via-tbxark that adds
+//     the shared commits (via-tbxark's time per call plus the floor's
+//     minus direct-stdio's);
 //   - the issue 21 targets, met or missed.
 //
 // The n-th result of a sub-benchmark belongs to round n. A derived figure
@@ -227,6 +229,15 @@ func report(w io.Writer, results []result) error {
 	fmt.Fprintf(w, "\naudit floor (floor=direct+2-commits p50 − direct p50, c=1): %s\n", fmtMs(fl, okF, true))
 	fl16, okF16 := ratio(floor16, tbxark)
 	fmt.Fprintf(w, "audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): %s\n", fmtX(fl16, okF16))
+	// A gateway whose hop cost the peer's and whose journal cost the raw
+	// shared commits: the peer's time per call plus what the commits add
+	// to direct-stdio's, at c=16.
+	peerPlus, okPP := rs.over(func(get func(string) float64) float64 {
+		peer := get(key(tbxark, "c=16", "ns/call"))
+		commits := get(key(floor16, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call"))
+		return peer / (peer + commits)
+	})
+	fmt.Fprintf(w, "the peer plus the commits at c=16 (via-tbxark's time per call + floor=direct-stdio+2-commits' − direct-stdio's, throughput / via-tbxark): %s\n", fmtX(peerPlus, okPP))
 
 	fmt.Fprintln(w, "\ntargets (issue 21), judged on the medians above:")
 	peerAdded, okPeer := added(tbxark)

@@ -78,6 +78,8 @@ func TestReport(t *testing.T) {
 		"audit floor (floor=direct+2-commits p50 − direct p50, c=1): +1.000 [1.000–1.200]",
 		// via-tbxark's time per call / the floor's, per round: 1.136, 0.962, 0.833
 		"audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): 0.96× [0.83–1.14]",
+		// the commits add 10, 60, −30 µs to direct-stdio: 125/135, 250/310, 100/70
+		"the peer plus the commits at c=16 (via-tbxark's time per call + floor=direct-stdio+2-commits' − direct-stdio's, throughput / via-tbxark): 0.93× [0.81–1.43]",
 		"via-serve-relaxed p50 added (ms): 0.400 (≤ 0.300): missed",
 		"via-serve-relaxed c=16 throughput / via-tbxark: 0.67× (≥ 1.00×): missed",
 		"via-serve p50 added (ms), ≤ via-tbxark's + 0.5: 2.000 (≤ 0.800): missed",
@@ -102,6 +104,7 @@ func TestReportTargetsMet(t *testing.T) {
 		"via-serve c=16 throughput / via-tbxark: 0.80× (≥ 0.80×): met",
 		"audit floor (floor=direct+2-commits p50 − direct p50, c=1): –",
 		"audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): –",
+		"the peer plus the commits at c=16 (via-tbxark's time per call + floor=direct-stdio+2-commits' − direct-stdio's, throughput / via-tbxark): –",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
