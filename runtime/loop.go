@@ -114,8 +114,8 @@ func (m *Manager) submitReq(ctx context.Context, r *request) (result, error) {
 // commit among all that queued; and relaxed records, which cost no
 // commit, would contend for procMu where the loop decides them in
 // batches (sent direct at any concurrency they cost the gateway 4 %
-// more CPU per call at c=16; alone, direct saves about a tenth of its
-// CPU per call, BENCHMARKS.md "Gateway").
+// more CPU per call at c=16; a lone call's, direct, saved 2 % of its CPU
+// and p50 at c=1 in 8 quiet rounds, BENCHMARKS.md "Gateway").
 func (m *Manager) submitDirect(r *request) bool {
 	if r.prepare != nil || r.check != nil || r.noEvent || !isCallRecord(r.ev.Kind) ||
 		m.queued.Load() != 0 || m.inCalls.Load() > 1 || !m.procMu.TryLock() {
