@@ -172,7 +172,9 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintln(c.env.stderr, "serving MCP on stdio")
-		serveErr = gw.ServeStdio(ctx, c.env.stdin, c.env.stdout)
+		in, restore := pollable(c.env.stdin) // never blocked in read(2): see pollable
+		serveErr = gw.ServeStdio(ctx, in, c.env.stdout)
+		restore()
 		if ctx.Err() == nil {
 			by = "serve: the stdio client disconnected"
 		}
