@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -29,13 +27,7 @@ func TestServeBigResult(t *testing.T) {
 	f := newGuardFixture(t)
 	clientR, serveW := io.Pipe()
 	serveR, clientW := io.Pipe()
-	var errb bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(context.Background(), []string{"serve", "--stdio", "--mcp-config", f.cfg, "--workspace", f.dir},
-			serveR, serveW, &syncWriter{w: &errb})
-		serveW.Close()
-	}()
+	done, errb := runServeStdio(f.cfg, f.dir, serveR, serveW)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "big-client", Version: "1"}, nil).Connect(t.Context(),
 		&mcp.IOTransport{Reader: clientR, Writer: clientW}, nil)
 	if err != nil {
@@ -60,7 +52,7 @@ func TestServeBigResult(t *testing.T) {
 		t.Errorf("after the big results: %q", txt)
 	}
 	cs.Close()
-	waitServeEnd(t, done, &errb)
+	waitServeEnd(t, done, errb)
 	names := map[string]string{}
 	got := map[string][3]int64{}
 	for _, e := range readEvents(t, f.journal) {

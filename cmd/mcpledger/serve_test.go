@@ -76,12 +76,7 @@ func serveStdio(t *testing.T, version, callerPrefix string) {
 	f := newServeFixture(t)
 	clientR, serveW := io.Pipe()
 	serveR, clientW := io.Pipe()
-	var errb bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(context.Background(), []string{"serve", "--stdio", "--mcp-config", f.cfg, "--workspace", f.dir}, serveR, serveW, &syncWriter{w: &errb})
-		serveW.Close()
-	}()
+	done, errb := runServeStdio(f.cfg, f.dir, serveR, serveW)
 	var o *mcp.ClientSessionOptions
 	if version != "2026-07-28" {
 		o = &mcp.ClientSessionOptions{ProtocolVersion: version}
@@ -109,7 +104,7 @@ func serveStdio(t *testing.T, version, callerPrefix string) {
 		t.Fatalf("call: %v %+v", err, res)
 	}
 	cs.Close() // the client goes away: serve stops every server and returns
-	waitServeEnd(t, done, &errb)
+	waitServeEnd(t, done, errb)
 	evs := readEvents(t, f.journal)
 	var caller, stopBy string
 	for _, e := range evs {
@@ -270,6 +265,19 @@ func TestServeRefusesBadCommandLines(t *testing.T) {
 	if r := runCLI(t, "help"); !strings.Contains(r.stdout, "serve --stdio | --http 127.0.0.1:PORT") {
 		t.Errorf("help lacks serve:\n%s", r.stdout)
 	}
+}
+
+// runServeStdio runs serve --stdio with the config cfg in workspace dir on
+// in and out, in a goroutine of its own that ends when serve returns (and
+// closes out), and returns serve's result and its stderr.
+func runServeStdio(cfg, dir string, in io.Reader, out io.WriteCloser) (<-chan error, *bytes.Buffer) {
+	errb := new(bytes.Buffer)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"serve", "--stdio", "--mcp-config", cfg, "--workspace", dir}, in, out, &syncWriter{w: errb})
+		out.Close()
+	}()
+	return done, errb
 }
 
 // waitServeEnd waits up to 15 s for a serve run in the test's process to

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -136,12 +135,7 @@ func TestServeStdioPipe(t *testing.T) {
 	f := newServeFixture(t)
 	serveR, clientW := blockingPipe(t)
 	clientR, serveW := io.Pipe()
-	var errb bytes.Buffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(context.Background(), []string{"serve", "--stdio", "--mcp-config", f.cfg, "--workspace", f.dir}, serveR, serveW, &syncWriter{w: &errb})
-		serveW.Close()
-	}()
+	done, errb := runServeStdio(f.cfg, f.dir, serveR, serveW)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pipe-client", Version: "1"}, nil).Connect(t.Context(),
 		&mcp.IOTransport{Reader: clientR, Writer: clientW}, nil)
 	if err != nil {
@@ -155,7 +149,7 @@ func TestServeStdioPipe(t *testing.T) {
 		t.Errorf("while serving, the pipe's flags are %#x (err %v): read in blocking mode", flags, err)
 	}
 	cs.Close() // closes clientW: serve reads EOF and returns
-	waitServeEnd(t, done, &errb)
+	waitServeEnd(t, done, errb)
 	if flags, err := unix.FcntlInt(serveR.Fd(), unix.F_GETFL, 0); err != nil || flags&unix.O_NONBLOCK != 0 {
 		t.Errorf("after serve, the pipe's flags are %#x (err %v): its blocking mode not given back", flags, err)
 	}
