@@ -150,8 +150,16 @@ func TestPlainCallCancelNotifies(t *testing.T) {
 				PingInterval: -1, ProtocolVersion: "2025-11-25"}, sdk)
 			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 			defer cancel()
-			if _, err := m.CallTool(ctx, "mcp__mem__wait", nil); !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("call: %v", err)
+			res, err := m.CallTool(ctx, "mcp__mem__wait", nil)
+			switch {
+			case errors.Is(err, context.DeadlineExceeded):
+			case sdk && err == nil && res.IsError:
+				// go-sdk's client can take the handler's answer to the
+				// cancel (a tool error) when it arrives as the deadline
+				// passes (in 7 of 400 runs, before and after this test's
+				// plain path): its race, not the plain call's.
+			default:
+				t.Fatalf("call: %v %+v", err, res)
 			}
 			select {
 			case err := <-ended:
