@@ -12,6 +12,12 @@
 //     via-tbxark's, and that of a gateway as fast as via-tbxark that adds
 //     the shared commits (via-tbxark's time per call plus the floor's
 //     minus direct-stdio's);
+//   - the runtime's share: what Manager.CallTool in process
+//     (manager-stdio-relaxed) adds to a go-sdk client's call
+//     (direct-stdio), at c=1 (p50) and c=16 (time per call); and what
+//     relaxed would measure with an HTTP face as fast as the peer's and
+//     that share on top (via-tbxark's figures plus the share), so that
+//     what relaxed misses by splits into the HTTP face and the runtime;
 //   - the issue 21 targets, met or missed.
 //
 // The n-th result of a sub-benchmark belongs to round n. A derived figure
@@ -151,6 +157,8 @@ const (
 	floor  = "floor=direct+2-commits"
 	// floor16 is the audit floor at c=16: group commits, no HTTP hop.
 	floor16 = "floor=direct-stdio+2-commits"
+	// managerRelaxed is the runtime's call path in process, relaxed.
+	managerRelaxed = "manager-stdio-relaxed"
 )
 
 // gateways are the paths the derived figures are given for.
@@ -238,6 +246,27 @@ func report(w io.Writer, results []result) error {
 		return peer / (peer + commits)
 	})
 	fmt.Fprintf(w, "the peer plus the commits at c=16 (via-tbxark's time per call + floor=direct-stdio+2-commits' − direct-stdio's, throughput / via-tbxark): %s\n", fmtX(peerPlus, okPP))
+
+	// The runtime's share: what Manager.CallTool (guard, call records,
+	// the plain call) adds to a go-sdk client's call of the same server,
+	// both in process; and the peer with that share on top, the figures
+	// relaxed would have if its HTTP face cost what the peer's does.
+	share1, okS1 := rs.over(func(get func(string) float64) float64 {
+		return get(key(managerRelaxed, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns"))
+	})
+	share16, okS16 := rs.over(func(get func(string) float64) float64 {
+		return get(key(managerRelaxed, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call"))
+	})
+	fmt.Fprintf(w, "\nthe runtime's share (manager-stdio-relaxed − direct-stdio): p50 c=1 %s; time per call c=16 %s\n", fmtMs(share1, okS1, true), fmtMs(share16, okS16, true))
+	peerShare1, okPS1 := rs.over(func(get func(string) float64) float64 {
+		return get(key(tbxark, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns")) +
+			get(key(managerRelaxed, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns"))
+	})
+	peerShare16, okPS16 := rs.over(func(get func(string) float64) float64 {
+		peer := get(key(tbxark, "c=16", "ns/call"))
+		return peer / (peer + get(key(managerRelaxed, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call")))
+	})
+	fmt.Fprintf(w, "the peer plus the runtime's share: p50 added over direct-stdio %s; c=16 throughput / via-tbxark %s\n", fmtMs(peerShare1, okPS1, true), fmtX(peerShare16, okPS16))
 
 	fmt.Fprintln(w, "\ntargets (issue 21), judged on the medians above:")
 	peerAdded, okPeer := added(tbxark)

@@ -136,7 +136,8 @@ func benchViaServe(b *testing.B, bin string, relaxed bool, upstream string) {
 // flags) in front of the server srv (its config entry), in a directory of
 // its own (journal, XDG config, CLAUDE_CONFIG_DIR: never the developer's),
 // and returns its pid and URL; it is stopped (SIGINT, waited for) when
-// the benchmark ends. MCPLEDGER_BENCH_SERVE_GOGC sets serve's GOGC alone.
+// the benchmark ends. MCPLEDGER_BENCH_SERVE_GOGC sets serve's GOGC alone;
+// gwProcsEnv sets GOMAXPROCS for both gateways, serve and the peer.
 func startServe(b *testing.B, srv map[string]any, extra ...string) (int, string) {
 	dir := b.TempDir()
 	mcpledger := runtimetest.BuildMcpledger(b, dir)
@@ -151,6 +152,9 @@ func startServe(b *testing.B, srv map[string]any, extra ...string) (int, string)
 		"CLAUDE_CONFIG_DIR="+filepath.Join(dir, "claude"))
 	if g := os.Getenv("MCPLEDGER_BENCH_SERVE_GOGC"); g != "" {
 		cmd.Env = append(cmd.Env, "GOGC="+g)
+	}
+	if g := os.Getenv(gwProcsEnv); g != "" {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+g)
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -186,6 +190,11 @@ func startServe(b *testing.B, srv map[string]any, extra ...string) (int, string)
 	return 0, ""
 }
 
+// gwProcsEnv, when set, is the GOMAXPROCS of both gateway processes (serve
+// and the peer), and of neither client nor server: BENCHMARKS.md,
+// "Gateway", has what one P does to both on this machine.
+const gwProcsEnv = "MCPLEDGER_BENCH_GW_GOMAXPROCS"
+
 // tbxarkEnv names the peer's binary for via-tbxark.
 const tbxarkEnv = "MCPLEDGER_BENCH_TBXARK"
 
@@ -215,6 +224,9 @@ func benchViaTBXark(b *testing.B, bin string) {
 	}
 	cmd := exec.Command(peer, "--config", cfg, "--expand-env=false")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if g := os.Getenv(gwProcsEnv); g != "" {
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+g)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
