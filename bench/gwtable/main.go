@@ -12,6 +12,10 @@
 //     via-tbxark's, and that of a gateway as fast as via-tbxark that adds
 //     the shared commits (via-tbxark's time per call plus the floor's
 //     minus direct-stdio's);
+//   - what would move the audit floor: the commits' cost at c=1 and c=16
+//     on bbolt and on a log that syncs once per commit
+//     (floor=direct-stdio+2-wal-syncs), and the peer with the log's cost
+//     on top;
 //   - the runtime's share: what Manager.CallTool in process
 //     (manager-stdio-relaxed) adds to a go-sdk client's call
 //     (direct-stdio), at c=1 (p50) and c=16 (time per call); and what
@@ -157,6 +161,8 @@ const (
 	floor  = "floor=direct+2-commits"
 	// floor16 is the audit floor at c=16: group commits, no HTTP hop.
 	floor16 = "floor=direct-stdio+2-commits"
+	// floorWAL is floor16 with a log that syncs once per commit.
+	floorWAL = "floor=direct-stdio+2-wal-syncs"
 	// managerRelaxed is the runtime's call path in process, relaxed.
 	managerRelaxed = "manager-stdio-relaxed"
 )
@@ -246,6 +252,28 @@ func report(w io.Writer, results []result) error {
 		return peer / (peer + commits)
 	})
 	fmt.Fprintf(w, "the peer plus the commits at c=16 (via-tbxark's time per call + floor=direct-stdio+2-commits' − direct-stdio's, throughput / via-tbxark): %s\n", fmtX(peerPlus, okPP))
+
+	// What would move the floors: the same commits, stdio, on bbolt and on
+	// a log that syncs once per commit; and the peer with those on top.
+	adds := func(fl, c, metric string) (stat, bool) {
+		return rs.over(func(get func(string) float64) float64 {
+			return get(key(fl, c, metric)) - get(key(stdio, c, metric))
+		})
+	}
+	bolt1, okB1 := adds(floor16, "c=1", "p50-ns")
+	wal1, okW1 := adds(floorWAL, "c=1", "p50-ns")
+	wal16, okW16 := adds(floorWAL, "c=16", "ns/call")
+	fmt.Fprintf(w, "two commits added to direct-stdio's p50, c=1: bbolt %s; a log syncing once per commit (floor=direct-stdio+2-wal-syncs) %s; time per call c=16: %s\n",
+		fmtMs(bolt1, okB1, true), fmtMs(wal1, okW1, true), fmtMs(wal16, okW16, true))
+	peerWAL1, okPW1 := rs.over(func(get func(string) float64) float64 {
+		return get(key(tbxark, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns")) +
+			get(key(floorWAL, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns"))
+	})
+	peerWAL16, okPW16 := rs.over(func(get func(string) float64) float64 {
+		peer := get(key(tbxark, "c=16", "ns/call"))
+		return peer / (peer + get(key(floorWAL, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call")))
+	})
+	fmt.Fprintf(w, "the peer plus a log's two syncs: p50 added over direct-stdio %s; c=16 throughput / via-tbxark %s\n", fmtMs(peerWAL1, okPW1, true), fmtX(peerWAL16, okPW16))
 
 	// The runtime's share: what Manager.CallTool (guard, call records,
 	// the plain call) adds to a go-sdk client's call of the same server,

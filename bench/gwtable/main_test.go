@@ -11,7 +11,7 @@ import (
 func round(p50, perCall map[string]int) string {
 	var b strings.Builder
 	b.WriteString("goos: linux\ngoarch: amd64\npkg: github.com/mcpledger/mcpledger/runtime/gateway\n")
-	for _, p := range []string{"direct", "direct-stdio", "floor=direct+2-commits", "floor=direct-stdio+2-commits", "via-serve", "via-serve-relaxed", "via-tbxark", "manager-stdio-relaxed"} {
+	for _, p := range []string{"direct", "direct-stdio", "floor=direct+2-commits", "floor=direct-stdio+2-commits", "floor=direct-stdio+2-wal-syncs", "via-serve", "via-serve-relaxed", "via-tbxark", "manager-stdio-relaxed"} {
 		cpu := "" // a gateway's own CPU per call: half its p50 (c=1) or its time per call (c=16)
 		if v, ok := p50[p]; ok {
 			if strings.HasPrefix(p, "via-") {
@@ -50,14 +50,14 @@ func TestReport(t *testing.T) {
 	// relaxed's added p50 is 0.4, 0.3, 1.0 ms (median 0.4), while the
 	// difference of the medians would be 1.0 − 0.2 = 0.8 ms.
 	in := round(
-		map[string]int{"direct": 400_000, "direct-stdio": 200_000, "floor=direct+2-commits": 1_400_000, "via-serve": 2_600_000, "via-serve-relaxed": 600_000, "via-tbxark": 500_000, "manager-stdio-relaxed": 300_000},
-		map[string]int{"direct-stdio": 100_000, "floor=direct-stdio+2-commits": 110_000, "via-serve": 400_000, "via-serve-relaxed": 200_000, "via-tbxark": 125_000, "manager-stdio-relaxed": 125_000},
+		map[string]int{"direct": 400_000, "direct-stdio": 200_000, "floor=direct+2-commits": 1_400_000, "floor=direct-stdio+2-commits": 1_200_000, "floor=direct-stdio+2-wal-syncs": 600_000, "via-serve": 2_600_000, "via-serve-relaxed": 600_000, "via-tbxark": 500_000, "manager-stdio-relaxed": 300_000},
+		map[string]int{"direct-stdio": 100_000, "floor=direct-stdio+2-commits": 110_000, "floor=direct-stdio+2-wal-syncs": 105_000, "via-serve": 400_000, "via-serve-relaxed": 200_000, "via-tbxark": 125_000, "manager-stdio-relaxed": 125_000},
 	) + round(
-		map[string]int{"direct": 500_000, "direct-stdio": 700_000, "floor=direct+2-commits": 1_700_000, "via-serve": 2_700_000, "via-serve-relaxed": 1_000_000, "via-tbxark": 1_100_000, "manager-stdio-relaxed": 750_000},
-		map[string]int{"direct-stdio": 200_000, "floor=direct-stdio+2-commits": 260_000, "via-serve": 400_000, "via-serve-relaxed": 250_000, "via-tbxark": 250_000, "manager-stdio-relaxed": 250_000},
+		map[string]int{"direct": 500_000, "direct-stdio": 700_000, "floor=direct+2-commits": 1_700_000, "floor=direct-stdio+2-commits": 1_500_000, "floor=direct-stdio+2-wal-syncs": 1_000_000, "via-serve": 2_700_000, "via-serve-relaxed": 1_000_000, "via-tbxark": 1_100_000, "manager-stdio-relaxed": 750_000},
+		map[string]int{"direct-stdio": 200_000, "floor=direct-stdio+2-commits": 260_000, "floor=direct-stdio+2-wal-syncs": 250_000, "via-serve": 400_000, "via-serve-relaxed": 250_000, "via-tbxark": 250_000, "manager-stdio-relaxed": 250_000},
 	) + round(
-		map[string]int{"direct": 450_000, "direct-stdio": 100_000, "floor=direct+2-commits": 1_450_000, "via-serve": 1_300_000, "via-serve-relaxed": 1_100_000, "via-tbxark": 400_000, "manager-stdio-relaxed": 300_000},
-		map[string]int{"direct-stdio": 150_000, "floor=direct-stdio+2-commits": 120_000, "via-serve": 300_000, "via-serve-relaxed": 150_000, "via-tbxark": 100_000, "manager-stdio-relaxed": 150_000},
+		map[string]int{"direct": 450_000, "direct-stdio": 100_000, "floor=direct+2-commits": 1_450_000, "floor=direct-stdio+2-commits": 1_300_000, "floor=direct-stdio+2-wal-syncs": 500_000, "via-serve": 1_300_000, "via-serve-relaxed": 1_100_000, "via-tbxark": 400_000, "manager-stdio-relaxed": 300_000},
+		map[string]int{"direct-stdio": 150_000, "floor=direct-stdio+2-commits": 120_000, "floor=direct-stdio+2-wal-syncs": 150_000, "via-serve": 300_000, "via-serve-relaxed": 150_000, "via-tbxark": 100_000, "manager-stdio-relaxed": 150_000},
 	)
 	out := run(t, in)
 	for _, want := range []string{
@@ -80,6 +80,12 @@ func TestReport(t *testing.T) {
 		"audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): 0.96× [0.83–1.14]",
 		// the commits add 10, 60, −30 µs to direct-stdio: 125/135, 250/310, 100/70
 		"the peer plus the commits at c=16 (via-tbxark's time per call + floor=direct-stdio+2-commits' − direct-stdio's, throughput / via-tbxark): 0.93× [0.81–1.43]",
+		// bbolt's commits over direct-stdio per round, c=1: 1.0, 0.8, 1.2;
+		// the log's: 0.4, 0.3, 0.4; c=16: 5, 50, 0 µs
+		"two commits added to direct-stdio's p50, c=1: bbolt +1.000 [0.800–1.200]; a log syncing once per commit (floor=direct-stdio+2-wal-syncs) +0.400 [0.300–0.400]; time per call c=16: +0.005 [0.000–0.050]",
+		// the peer's added p50 plus the log's: 0.7, 0.7, 0.7; c=16
+		// 125/130, 250/300, 100/100
+		"the peer plus a log's two syncs: p50 added over direct-stdio +0.700 [0.700–0.700]; c=16 throughput / via-tbxark 0.96× [0.83–1.00]",
 		// the runtime's share per round: p50 0.1, 0.05, 0.2 → 0.1; c=16
 		// 25, 50, 0 µs → 25
 		"the runtime's share (manager-stdio-relaxed − direct-stdio): p50 c=1 +0.100 [0.050–0.200]; time per call c=16 +0.025 [0.000–0.050]",
@@ -111,6 +117,8 @@ func TestReportTargetsMet(t *testing.T) {
 		"audit floor (floor=direct+2-commits p50 − direct p50, c=1): –",
 		"audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): –",
 		"the peer plus the commits at c=16 (via-tbxark's time per call + floor=direct-stdio+2-commits' − direct-stdio's, throughput / via-tbxark): –",
+		"two commits added to direct-stdio's p50, c=1: bbolt –; a log syncing once per commit (floor=direct-stdio+2-wal-syncs) –; time per call c=16: –",
+		"the peer plus a log's two syncs: p50 added over direct-stdio –; c=16 throughput / via-tbxark –",
 		"the runtime's share (manager-stdio-relaxed − direct-stdio): p50 c=1 –; time per call c=16 –",
 		"the peer plus the runtime's share: p50 added over direct-stdio –; c=16 throughput / via-tbxark –",
 	} {

@@ -47,6 +47,9 @@ import (
 //     commits, shared among concurrent calls (group commit): at c=16, the
 //     most an audited gateway on bbolt could serve on this disk, with no
 //     HTTP hop at all;
+//   - floor=direct-stdio+2-wal-syncs: the same between two commits of a
+//     log that syncs once per commit (runtimetest.OpenRawWAL): what would
+//     move the two floors above;
 //   - via-serve: the client → `mcpledger serve --http 127.0.0.1:0` (the
 //     binary, built for the run; audit durability, its bbolt journal with
 //     fsync in b.TempDir()) → the same server over stdio;
@@ -94,6 +97,16 @@ func BenchmarkGateway(b *testing.B) {
 	b.Run("floor=direct-stdio+2-commits", func(b *testing.B) { // audit's write-ahead, shared at c=16
 		cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
 		call := runtimetest.OpenRawCommits(b).Around(func() error {
+			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello ledger"}})
+			return err
+		})
+		for _, c := range []int{1, 16} {
+			b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, call) })
+		}
+	})
+	b.Run("floor=direct-stdio+2-wal-syncs", func(b *testing.B) { // what a journal syncing once per commit would pay
+		cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
+		call := runtimetest.OpenRawWAL(b).Around(func() error {
 			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello ledger"}})
 			return err
 		})

@@ -16,7 +16,8 @@ import (
 // call commits twice in sequence (call.started before the request,
 // call.finished before the reply); a baseline that makes the direct call
 // between two such commits is what any write-ahead journal on bbolt pays
-// on this disk.
+// on this disk. OpenRawWAL gives the same floor for a journal that syncs
+// once per commit (rawwal.go).
 //
 // Concurrent commits are grouped, as the store's are: a lone caller
 // commits its record at once, in its own goroutine; callers that come
@@ -24,9 +25,12 @@ import (
 // records in one transaction. So the floor at c=16 is what bbolt's commit
 // allows when every commit is shared.
 type RawCommits struct {
-	db      *bolt.DB
-	seq     uint64 // of the last record; written by the leader only
-	commits int    // transactions committed; written by the leader only
+	// store durably stores the records first..first+n-1 in one commit.
+	store   func(first uint64, n int) error
+	db      *bolt.DB // bbolt's floor (nil for the WAL's)
+	wal     *rawWAL  // the single-sync floor's log (nil for bbolt's)
+	seq     uint64   // of the last record; written by the leader only
+	commits int      // commits made; written by the leader only
 	val     []byte
 
 	mu      sync.Mutex
@@ -49,11 +53,18 @@ func OpenRawCommits(b testing.TB) *RawCommits {
 	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("log")); return err }); err != nil {
 		b.Fatal(err)
 	}
+	r := &RawCommits{db: db, val: rawRecord()}
+	r.store = r.boltStore
+	return r
+}
+
+// rawRecord is the floor's record: 250 bytes, about a call record's size.
+func rawRecord() []byte {
 	val := make([]byte, 250)
 	for i := range val {
 		val[i] = byte('a' + i%26)
 	}
-	return &RawCommits{db: db, val: val}
+	return val
 }
 
 // Commit durably stores one record, in a commit it may share.
@@ -88,16 +99,22 @@ func (r *RawCommits) Commit() error {
 	return err
 }
 
-// commit stores n records in one transaction.
+// commit stores n records in one commit.
 func (r *RawCommits) commit(n int) error {
 	r.commits++
+	first := r.seq + 1
+	r.seq += uint64(n)
+	return r.store(first, n)
+}
+
+// boltStore stores records first..first+n-1 in one bbolt transaction.
+func (r *RawCommits) boltStore(first uint64, n int) error {
 	return r.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket([]byte("log"))
 		bk.FillPercent = 1.0
-		for range n {
-			r.seq++
+		for i := range uint64(n) {
 			var k [8]byte
-			binary.BigEndian.PutUint64(k[:], r.seq)
+			binary.BigEndian.PutUint64(k[:], first+i)
 			if err := bk.Put(k[:], r.val); err != nil {
 				return err
 			}
