@@ -67,7 +67,8 @@ import (
 //     the binary bench/tbxark.sh builds, named by MCPLEDGER_BENCH_TBXARK
 //     (skipped without it);
 //   - manager-stdio, manager-stdio-relaxed: Manager.CallTool in the
-//     benchmark process → the server over stdio, no gateway: the
+//     benchmark process → the server over stdio (pinned to 2025-11-25,
+//     as via-serve speaks to it: the plain call), no gateway: the
 //     runtime's share of via-serve.
 //
 // Each reports ns/call (wall time / calls) and p50-ns/p99-ns of the
@@ -436,7 +437,7 @@ func benchManagerStdio(b *testing.B, bin string, d runtime.Durability) {
 	_, adapter := runtimetest.OpenJournal(b)
 	c, s := runtimetest.Stdio("srv", bin, nil)
 	m, err := runtime.New(adapter, &runtime.Options{Config: runtimetest.ConfigOf(c, s), Seed: 1, PingInterval: -1, Durability: d,
-		TerminateGrace: 200 * time.Millisecond})
+		TerminateGrace: 200 * time.Millisecond, ProtocolVersion: pinned2025}) // as via-serve speaks to it
 	if err != nil {
 		b.Fatal(err)
 	}
