@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 // startCPUProfile writes a CPU profile of this process to path until the
@@ -27,5 +28,24 @@ func startCPUProfile(path string) (stop func(), err error) {
 			pprof.Lookup("allocs").WriteTo(h, 0)
 			h.Close()
 		}
+	}, nil
+}
+
+// startTrace writes an execution trace of this process to path until the
+// returned stop is called: MCPLEDGER_TRACE=FILE on serve, for seeing where
+// a gateway's calls wait (go tool trace -pprof=sched FILE, or
+// -pprof=syscall: how long goroutines waited to run, and in syscalls).
+func startTrace(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("MCPLEDGER_TRACE: %w (give a writable file, or unset it)", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("MCPLEDGER_TRACE: %w (unset it)", err)
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
 	}, nil
 }

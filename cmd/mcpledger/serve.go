@@ -113,6 +113,13 @@ func (c *ServeCommand) Run(ctx context.Context, args []string) error {
 		}
 		defer stop()
 	}
+	if p := c.env.getenv("MCPLEDGER_TRACE"); p != "" {
+		stop, err := startTrace(p)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	j, path, err := f.openWritable()
 	if err != nil {
 		return err
