@@ -1,8 +1,10 @@
 #!/bin/sh
-# bench/gateway.sh [ROUNDS] [BENCHTIME]: runs BenchmarkGateway
+# bench/gateway.sh [ROUNDS] [BENCHTIME] [PATHS]: runs BenchmarkGateway
 # (runtime/gateway) ROUNDS times (default 5) and prints the medians
 # (bench/gwtable). Each round runs every sub-benchmark once, so the paths
-# alternate. BENCHTIME is go test's -benchtime (default 2000x).
+# alternate. BENCHTIME is go test's -benchtime (default 2000x). PATHS, a
+# regular expression, runs only the sub-benchmarks it matches whole
+# (default: all), e.g. 'direct-stdio|via-serve-relaxed|via-tbxark'.
 #
 # The peer, via-tbxark, runs when MCPLEDGER_BENCH_TBXARK names its binary
 # (bench/tbxark.sh builds it); without it, it skips and no target is
@@ -15,6 +17,9 @@ set -eu
 
 rounds=${1:-5}
 benchtime=${2:-2000x}
+paths=${3:-}
+pattern='^BenchmarkGateway$'
+[ -z "$paths" ] || pattern="^BenchmarkGateway\$/^($paths)\$"
 go=${GO:-go}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -32,7 +37,7 @@ raw=$dir/rounds.txt
 i=1
 while [ "$i" -le "$rounds" ]; do
 	echo "bench/gateway.sh: round $i of $rounds" >&2
-	(cd runtime/gateway && "$dir/gateway.test" -test.run '^$' -test.bench '^BenchmarkGateway$' -test.benchtime "$benchtime") >>"$raw" ||
+	(cd runtime/gateway && "$dir/gateway.test" -test.run '^$' -test.bench "$pattern" -test.benchtime "$benchtime") >>"$raw" ||
 		{ echo "bench/gateway.sh: round $i failed; its output: $raw" >&2; exit 1; }
 	i=$((i + 1))
 done
