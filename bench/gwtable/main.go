@@ -21,7 +21,9 @@
 //     (direct-stdio), at c=1 (p50) and c=16 (time per call); and what
 //     relaxed would measure with an HTTP face as fast as the peer's and
 //     that share on top (via-tbxark's figures plus the share), so that
-//     what relaxed misses by splits into the HTTP face and the runtime;
+//     what relaxed misses by splits into the HTTP face and the runtime
+//     (roughly: the peer's own client of the server is mcp-go's, not
+//     go-sdk's);
 //   - the issue 21 targets, met or missed.
 //
 // The n-th result of a sub-benchmark belongs to round n. A derived figure
@@ -243,14 +245,24 @@ func report(w io.Writer, results []result) error {
 	fmt.Fprintf(w, "\naudit floor (floor=direct+2-commits p50 − direct p50, c=1): %s\n", fmtMs(fl, okF, true))
 	fl16, okF16 := ratio(floor16, tbxark)
 	fmt.Fprintf(w, "audit floor at c=16 (floor=direct-stdio+2-commits throughput / via-tbxark): %s\n", fmtX(fl16, okF16))
+	// onPeer is the peer with what p adds to direct-stdio on top: its p50
+	// added over direct-stdio (c=1), and its c=16 throughput as a
+	// fraction of the peer's.
+	onPeer := func(p string) (p50 stat, okP50 bool, x16 stat, okX16 bool) {
+		p50, okP50 = rs.over(func(get func(string) float64) float64 {
+			return get(key(tbxark, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns")) +
+				get(key(p, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns"))
+		})
+		x16, okX16 = rs.over(func(get func(string) float64) float64 {
+			peer := get(key(tbxark, "c=16", "ns/call"))
+			return peer / (peer + get(key(p, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call")))
+		})
+		return
+	}
 	// A gateway whose hop cost the peer's and whose journal cost the raw
 	// shared commits: the peer's time per call plus what the commits add
 	// to direct-stdio's, at c=16.
-	peerPlus, okPP := rs.over(func(get func(string) float64) float64 {
-		peer := get(key(tbxark, "c=16", "ns/call"))
-		commits := get(key(floor16, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call"))
-		return peer / (peer + commits)
-	})
+	_, _, peerPlus, okPP := onPeer(floor16)
 	fmt.Fprintf(w, "the peer plus the commits at c=16 (via-tbxark's time per call + floor=direct-stdio+2-commits' − direct-stdio's, throughput / via-tbxark): %s\n", fmtX(peerPlus, okPP))
 
 	// What would move the floors: the same commits, stdio, on bbolt and on
@@ -265,14 +277,7 @@ func report(w io.Writer, results []result) error {
 	wal16, okW16 := adds(floorWAL, "c=16", "ns/call")
 	fmt.Fprintf(w, "two commits added to direct-stdio's p50, c=1: bbolt %s; a log syncing once per commit (floor=direct-stdio+2-wal-syncs) %s; time per call c=16: %s\n",
 		fmtMs(bolt1, okB1, true), fmtMs(wal1, okW1, true), fmtMs(wal16, okW16, true))
-	peerWAL1, okPW1 := rs.over(func(get func(string) float64) float64 {
-		return get(key(tbxark, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns")) +
-			get(key(floorWAL, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns"))
-	})
-	peerWAL16, okPW16 := rs.over(func(get func(string) float64) float64 {
-		peer := get(key(tbxark, "c=16", "ns/call"))
-		return peer / (peer + get(key(floorWAL, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call")))
-	})
+	peerWAL1, okPW1, peerWAL16, okPW16 := onPeer(floorWAL)
 	fmt.Fprintf(w, "the peer plus a log's two syncs: p50 added over direct-stdio %s; c=16 throughput / via-tbxark %s\n", fmtMs(peerWAL1, okPW1, true), fmtX(peerWAL16, okPW16))
 
 	// The runtime's share: what Manager.CallTool (guard, call records,
@@ -286,14 +291,7 @@ func report(w io.Writer, results []result) error {
 		return get(key(managerRelaxed, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call"))
 	})
 	fmt.Fprintf(w, "\nthe runtime's share (manager-stdio-relaxed − direct-stdio): p50 c=1 %s; time per call c=16 %s\n", fmtMs(share1, okS1, true), fmtMs(share16, okS16, true))
-	peerShare1, okPS1 := rs.over(func(get func(string) float64) float64 {
-		return get(key(tbxark, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns")) +
-			get(key(managerRelaxed, "c=1", "p50-ns")) - get(key(stdio, "c=1", "p50-ns"))
-	})
-	peerShare16, okPS16 := rs.over(func(get func(string) float64) float64 {
-		peer := get(key(tbxark, "c=16", "ns/call"))
-		return peer / (peer + get(key(managerRelaxed, "c=16", "ns/call")) - get(key(stdio, "c=16", "ns/call")))
-	})
+	peerShare1, okPS1, peerShare16, okPS16 := onPeer(managerRelaxed)
 	fmt.Fprintf(w, "the peer plus the runtime's share: p50 added over direct-stdio %s; c=16 throughput / via-tbxark %s\n", fmtMs(peerShare1, okPS1, true), fmtX(peerShare16, okPS16))
 
 	fmt.Fprintln(w, "\ntargets (issue 21), judged on the medians above:")
