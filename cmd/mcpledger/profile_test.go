@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +19,9 @@ import (
 // that cannot be created is refused with the variable's name, before
 // anything is served.
 func TestServeProfiles(t *testing.T) {
+	if f := flag.Lookup("test.cpuprofile"); f != nil && f.Value.String() != "" {
+		t.Skip("the test binary profiles itself (-cpuprofile): serve cannot start a second CPU profile")
+	}
 	f := newServeFixture(t)
 	cpu, tr := filepath.Join(f.dir, "cpu.prof"), filepath.Join(f.dir, "serve.trace")
 	t.Setenv("MCPLEDGER_CPUPROFILE", cpu)
