@@ -96,24 +96,10 @@ func BenchmarkGateway(b *testing.B) {
 		b.Run("c=1", func(b *testing.B) { runConcurrent(b, 1, call) })
 	})
 	b.Run("floor=direct-stdio+2-commits", func(b *testing.B) { // audit's write-ahead, shared at c=16
-		cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
-		call := runtimetest.OpenRawCommits(b).Around(func() error {
-			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello ledger"}})
-			return err
-		})
-		for _, c := range []int{1, 16} {
-			b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, call) })
-		}
+		benchStdioFloor(b, bin, runtimetest.OpenRawCommits(b))
 	})
 	b.Run("floor=direct-stdio+2-wal-syncs", func(b *testing.B) { // what a journal syncing once per commit would pay
-		cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
-		call := runtimetest.OpenRawWAL(b).Around(func() error {
-			_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello ledger"}})
-			return err
-		})
-		for _, c := range []int{1, 16} {
-			b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, call) })
-		}
+		benchStdioFloor(b, bin, runtimetest.OpenRawWAL(b))
 	})
 	b.Run("via-serve", func(b *testing.B) { benchViaServe(b, bin, false, pinned2025) })
 	b.Run("via-serve-relaxed", func(b *testing.B) { benchViaServe(b, bin, true, pinned2025) })
@@ -126,6 +112,20 @@ func BenchmarkGateway(b *testing.B) {
 	b.Run("via-tbxark", func(b *testing.B) { benchViaTBXark(b, bin) })
 	b.Run("manager-stdio", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Audit) })
 	b.Run("manager-stdio-relaxed", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Relaxed) })
+}
+
+// benchStdioFloor benchmarks direct-stdio's call of the test server bin
+// between two commits of floor, at c=1 and c=16 (concurrent calls share
+// its commits).
+func benchStdioFloor(b *testing.B, bin string, floor *runtimetest.RawCommits) {
+	cs := benchConnect(b, &mcp.CommandTransport{Command: exec.Command(bin), TerminateDuration: time.Second})
+	call := floor.Around(func() error {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello ledger"}})
+		return err
+	})
+	for _, c := range []int{1, 16} {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) { runConcurrent(b, c, call) })
+	}
 }
 
 // pinned2025 is the protocol version serve speaks to the server in the

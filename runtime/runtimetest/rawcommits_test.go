@@ -21,25 +21,7 @@ func TestRawCommitsGroup(t *testing.T) {
 	if r.commits != 3 {
 		t.Fatalf("3 sequential commits took %d transactions", r.commits)
 	}
-	const workers, each = 16, 50
-	var wg sync.WaitGroup
-	errs := make(chan error, workers*each)
-	for range workers {
-		wg.Add(1)
-		go func() { // joined below
-			defer wg.Done()
-			for range each {
-				if err := r.Commit(); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	commitConcurrently(t, r)
 	const n = 3 + workers*each
 	if r.commits >= n {
 		t.Errorf("%d concurrent commits took %d transactions: none shared", workers*each, r.commits-3)
@@ -62,4 +44,31 @@ func TestRawCommitsGroup(t *testing.T) {
 		}
 	}
 	t.Logf("%d concurrent commits in %d transactions", workers*each, r.commits-3)
+}
+
+// workers commit each records apiece in commitConcurrently.
+const workers, each = 16, 50
+
+// commitConcurrently commits workers×each records from workers
+// goroutines, which it joins, and fails t on any commit's error.
+func commitConcurrently(t *testing.T, r *RawCommits) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for range workers {
+		wg.Add(1)
+		go func() { // joined below
+			defer wg.Done()
+			for range each {
+				if err := r.Commit(); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }

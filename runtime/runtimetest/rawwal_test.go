@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"io"
-	"sync"
 	"testing"
 )
 
@@ -22,25 +21,7 @@ func TestRawWAL(t *testing.T) {
 	if r.commits != 3 {
 		t.Fatalf("3 sequential commits took %d commits", r.commits)
 	}
-	const workers, each = 16, 50
-	var wg sync.WaitGroup
-	errs := make(chan error, workers*each)
-	for range workers {
-		wg.Add(1)
-		go func() { // joined below
-			defer wg.Done()
-			for range each {
-				if err := r.Commit(); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	commitConcurrently(t, r)
 	const n = 3 + workers*each
 	if r.commits >= n {
 		t.Errorf("%d concurrent commits took %d syncs: none shared", workers*each, r.commits-3)
