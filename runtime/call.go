@@ -263,8 +263,19 @@ func (m *Manager) send(ctx context.Context, cl *call, c *conn, dec decision) (*C
 // of it in transit.
 func (m *Manager) callUpstream(ctx, cctx context.Context, cl *call, c *conn, cs *mcp.ClientSession) (*mcp.CallToolResult, []byte, *guard.Transit, error) {
 	meta := traceMeta(cl.caller, m.sid, cl.id)
-	if w := m.plainWire(ctx, c, cs); w != nil {
-		return w.callTool(cctx, cl.entry.Tool, cl.args, meta)
+	if p := m.plainWire(ctx, c, cs); p.w != nil {
+		if p.base != nil {
+			meta = m.callMeta(ctx, p.base, meta)
+		}
+		res, raw, transit, err := p.w.callTool(cctx, cl.entry.Tool, cl.args, meta)
+		if err != nil || !p.answersInput || !res.NeedsInput() {
+			return res, raw, transit, err
+		}
+		// The server asks for input, which go-sdk's client answers itself
+		// (multi-round trip): the call is made again through it, the
+		// server's first answer dropped. A 2026-07-28 server keeps no
+		// state between the rounds of a call but requestState.
+		meta = traceMeta(cl.caller, m.sid, cl.id)
 	}
 	cctx, sink := withWireSink(cctx)
 	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: cl.entry.Tool, Arguments: json.RawMessage(cl.args), Meta: meta})
@@ -277,23 +288,36 @@ func (m *Manager) callUpstream(ctx, cctx context.Context, cl *call, c *conn, cs 
 	return res, raw, transit, err
 }
 
-// plainWire returns the connection of c to send a call made with ctx on
-// around go-sdk's client (wire_call.go), or nil where go-sdk's client
-// must send it: an HTTP or SSE connection; a 2026-07-28 session, whose
-// requests go-sdk adds to; a front end's client (Options.NewClient)
-// whose sending middleware has a part in this call (Options.PlainCall).
-func (m *Manager) plainWire(ctx context.Context, c *conn, cs *mcp.ClientSession) *wireConn {
+// plain is how a call may be sent around go-sdk's client (plainWire): on
+// w (nil: it may not), on a 2026-07-28 session with base, the _meta
+// go-sdk's client would add (call_meta.go), and answersInput whether
+// that client answers a server's input requests itself.
+type plain struct {
+	w            *wireConn
+	base         mcp.Meta
+	answersInput bool
+}
+
+// plainWire returns how to send a call made with ctx on session cs of c
+// around go-sdk's client (wire_call.go): on a stdio or in-process
+// connection, with no sending middleware of a front end's that has a
+// part in it (Options.PlainCall), and on a 2026-07-28 session once the
+// _meta go-sdk would add is known.
+func (m *Manager) plainWire(ctx context.Context, c *conn, cs *mcp.ClientSession) plain {
 	if m.sdkCalls || m.opts.NewClient != nil && (m.opts.PlainCall == nil || !m.opts.PlainCall(ctx)) {
-		return nil
+		return plain{}
 	}
 	ir := cs.InitializeResult()
-	if ir == nil || ir.ProtocolVersion >= stateless {
-		return nil
+	if ir == nil {
+		return plain{}
 	}
 	c.mu.Lock()
-	w := c.wire
+	p := plain{w: c.wire, base: c.callMeta, answersInput: c.answersInput}
 	c.mu.Unlock()
-	return w
+	if ir.ProtocolVersion >= stateless && p.base == nil {
+		return plain{} // go-sdk's _meta is not known
+	}
+	return p
 }
 
 // lostInfo says whether a failure was a lost connection and whether the

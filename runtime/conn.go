@@ -68,7 +68,13 @@ type conn struct {
 	// connection, once connected.
 	httpClient *http.Client
 	wire       *wireConn
-	readyOne   sync.Once
+	// callMeta is the _meta go-sdk's client puts on a tools/call of a
+	// 2026-07-28 session (nil below it; call_meta.go), and answersInput
+	// whether the client answers a server's input requests itself
+	// (go-sdk's multi-round trip) rather than leave them to its caller.
+	callMeta     mcp.Meta
+	answersInput bool
+	readyOne     sync.Once
 }
 
 func newConn(m *Manager, server string, attempt int, spec config.Spec) *conn {
@@ -147,16 +153,18 @@ func (c *conn) run() {
 			return mcp.NewClient(impl, o)
 		}
 	}
-	client := newClient(c.server, &mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
-		&mcp.ClientOptions{
-			Logger: exclusionLogger(m.log, &c.excl),
-			// Advertise nothing we do not implement (no roots, sampling or
-			// elicitation): go-sdk's default advertises roots.
-			Capabilities:               &mcp.ClientCapabilities{},
-			ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.requestRelist("list_changed") },
-			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.requestRelist("resources_changed") },
-			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.requestRelist("prompts_changed") },
-		})
+	co := &mcp.ClientOptions{
+		Logger: exclusionLogger(m.log, &c.excl),
+		// Advertise nothing we do not implement (no roots, sampling or
+		// elicitation): go-sdk's default advertises roots.
+		Capabilities:               &mcp.ClientCapabilities{},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.requestRelist("list_changed") },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.requestRelist("resources_changed") },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.requestRelist("prompts_changed") },
+	}
+	client := newClient(c.server, &mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}, co)
+	client.AddSendingMiddleware(probeMetaMiddleware) // outermost: call_meta.go
+	answersInput := co.MultiRoundTrip == nil || !co.MultiRoundTrip.Disabled
 	// SSE binds the session to the Connect context (go-sdk-notes.md §6.6),
 	// so the handshake deadline is enforced by a watchdog instead.
 	cctx := c.ctx
@@ -187,8 +195,13 @@ func (c *conn) run() {
 		close(c.handshook)
 		return
 	}
+	var callMeta mcp.Meta
+	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion >= stateless {
+		callMeta = probeCallMeta(c.ctx, cs)
+	}
 	c.mu.Lock()
 	c.cs = cs
+	c.callMeta, c.answersInput = callMeta, answersInput
 	stopping := c.stopping
 	c.mu.Unlock()
 	close(c.handshook) // after c.cs is set: listenAgain waits for it

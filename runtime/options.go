@@ -177,7 +177,20 @@ type Options struct {
 	// sends such a call on a stdio or in-process connection itself,
 	// around go-sdk's client (cheaper, same outcomes); without PlainCall
 	// every call of a NewClient's client goes through go-sdk.
+	//
+	// On a 2026-07-28 session the answer of a plain call is the caller's
+	// as it came, a result asking for input included, when the client
+	// leaves input requests to its caller (ClientOptions.MultiRoundTrip
+	// disabled, as the gateway's does); when go-sdk's client would answer
+	// them itself (its default), a plain call whose answer asks for input
+	// is made again through go-sdk's client, which does.
 	PlainCall func(ctx context.Context) bool
+	// CallMeta, with PlainCall, is what the client's sending middleware
+	// makes of the _meta of a plain call on a 2026-07-28 session: given
+	// the _meta go-sdk's client would put on it (the protocol version,
+	// client info and capabilities, and the call's trace), a map of the
+	// caller's own, it returns the _meta to send (nil CallMeta: as given).
+	CallMeta func(ctx context.Context, meta mcp.Meta) mcp.Meta
 }
 
 // RetryOptions set retries of tools/list and ping on retriable transport

@@ -37,9 +37,12 @@ import (
 //     notifications/cancelled, off the caller's path.
 //
 // It is taken only where nothing of go-sdk's client could differ
-// (Manager.plainWire): a connection the runtime wraps (stdio, in-process),
-// a session below 2026-07-28 (whose requests go-sdk adds nothing to),
+// (Manager.plainWire): a connection the runtime wraps (stdio, in-process)
 // and no sending middleware with a part in the call (Options.PlainCall).
+// Below 2026-07-28 go-sdk adds nothing to a call's request; on a
+// 2026-07-28 session the plain call sends the _meta go-sdk would add
+// (call_meta.go), and a result asking for input that go-sdk's client
+// would answer itself is left to it (Manager.callUpstream).
 
 // wireCallParams are a tools/call's params as the plain call writes them.
 type wireCallParams struct {

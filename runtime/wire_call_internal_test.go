@@ -19,31 +19,40 @@ import (
 )
 
 // TestPlainWire: the plain call (wire_call.go) is taken only where
-// nothing of go-sdk's client could differ: a session below 2026-07-28,
-// and with a front end's client only when its PlainCall says the call
-// needs nothing of its middleware.
+// nothing of go-sdk's client could differ: with a front end's client only
+// when its PlainCall says the call needs nothing of its middleware, and on
+// a 2026-07-28 session with the _meta go-sdk's client puts on a call (the
+// version, client info and capabilities it declares, a front end's
+// included), and knowing who answers a server's input requests.
 func TestPlainWire(t *testing.T) {
 	type plainKey struct{}
 	for _, tc := range []struct {
 		name      string
 		version   string
 		newClient bool
+		noMRTR    bool // the front end's client leaves input requests to its caller
 		plainCall bool // Options.PlainCall set; it answers ctx's plainKey
 		ctxPlain  bool
 		want      bool
 	}{
 		{name: "2025-11-25", version: "2025-11-25", want: true},
 		{name: "2025-06-18", version: "2025-06-18", want: true},
-		{name: "2026-07-28", version: "2026-07-28", want: false},
+		{name: "2026-07-28", version: "2026-07-28", want: true},
 		{name: "front-end-without-PlainCall", version: "2025-11-25", newClient: true, want: false},
 		{name: "front-end-plain", version: "2025-11-25", newClient: true, plainCall: true, ctxPlain: true, want: true},
 		{name: "front-end-middleware", version: "2025-11-25", newClient: true, plainCall: true, ctxPlain: false, want: false},
+		{name: "front-end-2026", version: "2026-07-28", newClient: true, noMRTR: true, plainCall: true, ctxPlain: true, want: true},
+		{name: "front-end-2026-middleware", version: "2026-07-28", newClient: true, plainCall: true, ctxPlain: false, want: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := &Options{InProcess: map[string]*mcp.Server{"mem": mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)},
-				Seed: 1, PingInterval: -1, ProtocolVersion: tc.version}
+				Seed: 1, PingInterval: -1, ProtocolVersion: tc.version, ClientName: "probe-client", ClientVersion: "7"}
 			if tc.newClient {
 				o.NewClient = func(_ string, impl *mcp.Implementation, co *mcp.ClientOptions) *mcp.Client {
+					co.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, nil }
+					if tc.noMRTR {
+						co.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+					}
 					return mcp.NewClient(impl, co)
 				}
 			}
@@ -68,11 +77,32 @@ func TestPlainWire(t *testing.T) {
 				t.Fatalf("negotiated %s", got)
 			}
 			ctx := context.WithValue(t.Context(), plainKey{}, tc.ctxPlain)
-			if got := m.plainWire(ctx, c, cs) != nil; got != tc.want {
-				t.Errorf("plain call taken: %v, want %v", got, tc.want)
+			p := m.plainWire(ctx, c, cs)
+			if got := p.w != nil; got != tc.want {
+				t.Fatalf("plain call taken: %v, want %v", got, tc.want)
+			}
+			if p.w != nil {
+				if p.answersInput != !tc.noMRTR {
+					t.Errorf("answersInput = %v with MultiRoundTrip disabled %v", p.answersInput, tc.noMRTR)
+				}
+				// The _meta go-sdk's client puts on a 2026-07-28 call, as
+				// JSON: its version, the client's info and what it declares
+				// (elicitation, with the front end's handler).
+				b, _ := json.Marshal(p.base)
+				want := "null"
+				switch {
+				case tc.version < "2026":
+				case tc.newClient:
+					want = `{"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"probe-client","version":"7"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+				default:
+					want = `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"probe-client","version":"7"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+				}
+				if string(b) != want {
+					t.Errorf("the _meta of a plain call: %s\nwant %s", b, want)
+				}
 			}
 			m.sdkCalls = true
-			if m.plainWire(ctx, c, cs) != nil {
+			if m.plainWire(ctx, c, cs).w != nil {
 				t.Error("plain call taken with sdkCalls set")
 			}
 		})

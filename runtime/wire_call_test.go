@@ -48,11 +48,11 @@ func TestPlainCallAsSDK(t *testing.T) {
 		{name: "timeout", tool: "slow", args: map[string]any{"ms": 10_000}, timeout: 150 * time.Millisecond, next: "counter"},
 		{name: "exit-in-flight", tool: "exit", args: map[string]any{"code": 3}},
 	}
-	run := func(t *testing.T, sdk bool, tool string, args map[string]any, timeout time.Duration, next string) ending {
+	run := func(t *testing.T, version string, sdk bool, tool string, args map[string]any, timeout time.Duration, next string) ending {
 		j, adapter := openJournal(t)
 		c, s := stdio("s", bin, nil)
 		o := fastOpts(configOf(c, s))
-		o.ProtocolVersion = "2025-11-25" // the plain call's versions
+		o.ProtocolVersion = version
 		o.MaxMessageBytes = 200_000
 		o.Decider.MaxAttempts = 1
 		m := startCalls(t, adapter, o, sdk)
@@ -89,18 +89,20 @@ func TestPlainCallAsSDK(t *testing.T) {
 		return e
 	}
 	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			t.Parallel()
-			plain := run(t, false, sc.tool, sc.args, sc.timeout, sc.next)
-			sdk := run(t, true, sc.tool, sc.args, sc.timeout, sc.next)
-			if gone(fmt.Sprint(plain)) != gone(fmt.Sprint(sdk)) {
-				t.Errorf("plain call:\n%+v\ngo-sdk's client:\n%+v", plain, sdk)
-			}
-			if len(plain.journal) < 2 || !strings.HasPrefix(plain.journal[0], "started:"+sc.tool) {
-				t.Errorf("journal %q", plain.journal)
-			}
-			t.Logf("%s: %q err=%q after=%q", sc.name, plain.journal, plain.err, plain.after)
-		})
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			t.Run(sc.name+"/"+version, func(t *testing.T) {
+				t.Parallel()
+				plain := run(t, version, false, sc.tool, sc.args, sc.timeout, sc.next)
+				sdk := run(t, version, true, sc.tool, sc.args, sc.timeout, sc.next)
+				if gone(fmt.Sprint(plain)) != gone(fmt.Sprint(sdk)) {
+					t.Errorf("plain call:\n%+v\ngo-sdk's client:\n%+v", plain, sdk)
+				}
+				if len(plain.journal) < 2 || !strings.HasPrefix(plain.journal[0], "started:"+sc.tool) {
+					t.Errorf("journal %q", plain.journal)
+				}
+				t.Logf("%s: %q err=%q after=%q", sc.name, plain.journal, plain.err, plain.after)
+			})
+		}
 	}
 }
 

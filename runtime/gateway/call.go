@@ -76,13 +76,22 @@ func callOf(ctx context.Context) *gwCall {
 }
 
 // plainCall reports whether a tool call made with ctx needs nothing of
-// the sending middleware of newClient's clients (see Bind).
+// the sending middleware of newClient's clients but callMeta (see Bind).
 func plainCall(ctx context.Context) bool {
 	if gc := callOf(ctx); gc != nil && gc.token != nil {
 		return false
 	}
 	rd, _ := ctx.Value(roundKey{}).(*round)
-	return rd == nil || len(rd.responses) == 0 && rd.state == ""
+	return rd != nil && len(rd.responses) == 0 && rd.state == ""
+}
+
+// callMeta is roundMiddleware's part in the _meta of a plain call on a
+// 2026-07-28 session (runtime.Options.CallMeta).
+func callMeta(ctx context.Context, meta mcp.Meta) mcp.Meta {
+	if rd, _ := ctx.Value(roundKey{}).(*round); rd != nil {
+		return rd.meta(meta)
+	}
+	return meta
 }
 
 // callTool is the handler of every exposed tool.

@@ -165,8 +165,10 @@ func TestMayDeclareParamHeaders(t *testing.T) {
 }
 
 // TestPlainCall: a call may go around the upstream client's sending
-// middleware only when the middleware would change nothing: no client
-// progress token to map, no input round's answers or state to carry.
+// middleware only when the middleware would change nothing but the _meta
+// (callMeta): a client's round, with no progress token to map and no
+// answers or state to carry. A call that is no client's round is left to
+// roundMiddleware, which fails it if the server asks for input.
 func TestPlainCall(t *testing.T) {
 	tok := any("t1")
 	withCall := func(gc *gwCall) context.Context { return context.WithValue(context.Background(), gwCallKey{}, gc) }
@@ -175,8 +177,8 @@ func TestPlainCall(t *testing.T) {
 		ctx  context.Context
 		want bool
 	}{
-		{"no gateway call", context.Background(), true},
-		{"a call without a token", withCall(&gwCall{}), true},
+		{"no gateway call", context.Background(), false},
+		{"a call without a round", withCall(&gwCall{}), false},
 		{"a call with a progress token", withCall(&gwCall{token: tok}), false},
 		{"a round with nothing to carry", withRound(withCall(&gwCall{}), &round{caps: &mcp.ClientCapabilities{}}), true},
 		{"a round's state", withRound(withCall(&gwCall{}), &round{state: "s"}), false},

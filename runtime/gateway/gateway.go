@@ -216,14 +216,16 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 //
 // The Manager may send a call around the client's sending middleware
 // (runtime.Options.PlainCall) when the middleware has no part in it: no
-// client progress token to map (progressMiddleware), and no answers or
-// state of an input round to carry (roundMiddleware; its other part, the
-// capabilities and log level in a 2026-07-28 request's _meta, and its
-// check for input requests concern 2026-07-28 sessions only, whose calls
-// the Manager sends through go-sdk).
+// client progress token to map (progressMiddleware), and a client's round
+// with no answers or state to carry (roundMiddleware; a call that is no
+// client's is left to it, which fails it if the server asks for input).
+// roundMiddleware's other part, the client's capabilities and log level in
+// a 2026-07-28 request's _meta, the Manager takes from
+// runtime.Options.CallMeta.
 func (g *Gateway) Bind(o *runtime.Options, j runtime.Journal) runtime.Journal {
 	o.NewClient = g.newClient
 	o.PlainCall = plainCall
+	o.CallMeta = callMeta
 	if o.Approver == nil {
 		o.Approver = g.approve
 	}
