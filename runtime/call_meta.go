@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,13 +48,54 @@ func probeMetaMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // probeCallMeta returns the _meta go-sdk's client puts on a tools/call
 // of session cs when it carries none of its own, or nil if it puts none
 // (a session below 2026-07-28) or could not be asked. Nothing is sent.
+// Its values are kept encoded (rawMeta), as the plain call writes them.
 func probeCallMeta(ctx context.Context, cs *mcp.ClientSession) mcp.Meta {
 	var meta mcp.Meta
 	_, err := cs.CallTool(context.WithValue(ctx, metaProbeKey{}, &meta), &mcp.CallToolParams{Name: "mcpledger/probe"})
 	if !errors.Is(err, errMetaProbed) || len(meta) == 0 {
 		return nil
 	}
+	for k, v := range meta {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil
+		}
+		meta[k] = rawMeta(b)
+	}
 	return meta
+}
+
+// rawMeta is a _meta value encoded once (by json.Marshal: valid, compact,
+// one line), which the plain call writes as it is (appendMeta).
+type rawMeta []byte
+
+// MarshalJSON implements json.Marshaler.
+func (r rawMeta) MarshalJSON() ([]byte, error) { return r, nil }
+
+// appendMeta appends meta as a JSON object, with its keys in order as
+// encoding/json writes a map: a rawMeta value as it is, any other as
+// json.Marshal encodes it.
+func appendMeta(b []byte, meta mcp.Meta) ([]byte, error) {
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(meta)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(appendJSONString(b, k), ':')
+		switch v := meta[k].(type) {
+		case rawMeta:
+			b = append(b, v...)
+		case string:
+			b = appendJSONString(b, v)
+		default:
+			vb, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, vb...)
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // callMeta is the _meta of a plain call on a 2026-07-28 session: the
@@ -67,4 +110,19 @@ func (m *Manager) callMeta(ctx context.Context, base, own mcp.Meta) mcp.Meta {
 		meta = m.opts.CallMeta(ctx, meta)
 	}
 	return meta
+}
+
+// metaSize is about the length of meta as appendMeta writes it: room to
+// reserve for it.
+func metaSize(meta mcp.Meta) int {
+	n := 2
+	for k, v := range meta {
+		n += len(k) + 4
+		if r, ok := v.(rawMeta); ok {
+			n += len(r)
+		} else {
+			n += 64
+		}
+	}
+	return n
 }

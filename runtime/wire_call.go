@@ -125,20 +125,17 @@ type lineWriter interface {
 // Over stdio the line is put together here, once; on another connection
 // (in-process) the request goes as a message.
 func (c *wireConn) writeCall(ctx context.Context, id jsonrpc.ID, key, tool string, args []byte, meta mcp.Meta) error {
-	var mb []byte
-	if len(meta) > 0 {
-		var err error
-		if mb, err = json.Marshal(meta); err != nil {
-			return fmt.Errorf("marshaling call parameters: %w", err)
-		}
-	}
 	if lw, ok := c.Connection.(lineWriter); ok {
-		line := make([]byte, 0, 96+len(key)+len(tool)+len(args)+len(mb))
+		line := make([]byte, 0, 96+len(key)+len(tool)+len(args)+metaSize(meta))
 		line = append(line, `{"jsonrpc":"2.0","id":`...)
 		line = appendJSONString(line, key)
 		line = append(line, `,"method":"tools/call","params":{`...)
-		if mb != nil {
-			line = append(append(append(line, `"_meta":`...), mb...), ',')
+		if len(meta) > 0 {
+			var err error
+			if line, err = appendMeta(append(line, `"_meta":`...), meta); err != nil {
+				return fmt.Errorf("marshaling call parameters: %w", err)
+			}
+			line = append(line, ',')
 		}
 		line = append(line, `"name":`...)
 		line = appendJSONString(line, tool)

@@ -228,6 +228,9 @@ func TestWireCallLine(t *testing.T) {
 		{"echo", `{"message":"hi"}`, nil},
 		{`we"ird\name` + "\t\u00e9<&>", `{"a":[1,2,{"b":null}],"s":"x\ny"}`, mcp.Meta{"traceparent": "00-abc-def-01", "tracestate": "k=v"}},
 		{"spaced", "{\n  \"a\": 1\n}", nil},
+		{"meta", `{}`, mcp.Meta{ // as probeCallMeta keeps go-sdk's, beside a front end's values
+			"io.modelcontextprotocol/clientInfo": rawMeta(`{"name":"c\u003c","version":"1"}`), "n": 1.5,
+			"caps": map[string]any{"elicitation": map[string]any{}}, "k\"<é": "v\n", "nil": nil}},
 	} {
 		out := &lockedBuffer{}
 		lc := &lineConn{w: out}

@@ -65,6 +65,10 @@ func decodeTextResult(raw []byte) *mcp.CallToolResult {
 				return nil
 			}
 		case "_meta":
+			// Into a map made here: segmentio's decoder makes a nil map
+			// with room for 64 members (a 2026-07-28 server's one member,
+			// its serverInfo, cost 5 KB and 4 µs to decode that way).
+			res.Meta = make(mcp.Meta, 1)
 			if sdkjson.Unmarshal(v, &res.Meta) != nil {
 				return nil
 			}

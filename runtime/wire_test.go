@@ -128,6 +128,7 @@ func TestDecodeTextResult(t *testing.T) {
 		{`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"content":[{"type":"text","text":"hi"}],"resultType":"complete"}`, true},
 		{`{"content":[{"type":"text","text":"x"}],"resultType":"complete","isError":true}`, true},
 		{`{"content":[{"type":"text","text":"x"}],"_meta":null}`, true},
+		{`{"content":[{"type":"text","text":"x"}],"_meta":{}}`, true},
 		{`{"content":[],"resultType":"input_required","inputRequests":{}}`, false},
 		{`{"content":[],"resultType":"input_required"}`, false},
 		{`{"content":[],"resultType":5}`, false},
@@ -156,7 +157,7 @@ func TestDecodeTextResult(t *testing.T) {
 		}
 		g, _ := json.Marshal(got)
 		w, _ := json.Marshal(&want)
-		if string(g) != string(w) {
+		if string(g) != string(w) || (got.Meta == nil) != (want.Meta == nil) {
 			t.Errorf("%s:\n decoded %s\n go-sdk  %s", tc.raw, g, w)
 		}
 	}

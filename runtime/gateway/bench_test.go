@@ -69,7 +69,10 @@ import (
 //   - manager-stdio, manager-stdio-relaxed: Manager.CallTool in the
 //     benchmark process → the server over stdio (pinned to 2025-11-25,
 //     as via-serve speaks to it: the plain call), no gateway: the
-//     runtime's share of via-serve.
+//     runtime's share of via-serve;
+//   - manager-stdio-relaxed,upstream=auto: the same under the default,
+//     auto, which speaks 2026-07-28 to the server: what that version
+//     costs the runtime and the server, beside manager-stdio-relaxed.
 //
 // Each reports ns/call (wall time / calls) and p50-ns/p99-ns of the
 // per-call latencies. Targets: via-serve adds ≤ 0.5 ms at p50 (audit) and
@@ -110,8 +113,9 @@ func BenchmarkGateway(b *testing.B) {
 		benchConcurrency(b, cs, "mcp__srv__echo", pid)
 	})
 	b.Run("via-tbxark", func(b *testing.B) { benchViaTBXark(b, bin) })
-	b.Run("manager-stdio", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Audit) })
-	b.Run("manager-stdio-relaxed", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Relaxed) })
+	b.Run("manager-stdio", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Audit, pinned2025) })
+	b.Run("manager-stdio-relaxed", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Relaxed, pinned2025) })
+	b.Run("manager-stdio-relaxed,upstream=auto", func(b *testing.B) { benchManagerStdio(b, bin, runtime.Relaxed, "auto") })
 }
 
 // benchStdioFloor benchmarks direct-stdio's call of the test server bin
@@ -433,11 +437,11 @@ func runConcurrent(b *testing.B, c int, call func() error) {
 
 // benchManagerStdio calls the server through Manager.CallTool over stdio,
 // without the gateway: the runtime's share of via-serve.
-func benchManagerStdio(b *testing.B, bin string, d runtime.Durability) {
+func benchManagerStdio(b *testing.B, bin string, d runtime.Durability, version string) {
 	_, adapter := runtimetest.OpenJournal(b)
 	c, s := runtimetest.Stdio("srv", bin, nil)
 	m, err := runtime.New(adapter, &runtime.Options{Config: runtimetest.ConfigOf(c, s), Seed: 1, PingInterval: -1, Durability: d,
-		TerminateGrace: 200 * time.Millisecond, ProtocolVersion: pinned2025}) // as via-serve speaks to it
+		TerminateGrace: 200 * time.Millisecond, ProtocolVersion: version})
 	if err != nil {
 		b.Fatal(err)
 	}
