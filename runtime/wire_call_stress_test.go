@@ -12,8 +12,8 @@ import (
 )
 
 // TestPlainCallConcurrent: many calls in flight at once on one stdio
-// session each get their own answer, on the plain call (2025-11-25) and
-// on go-sdk's client (2026-07-28).
+// session each get their own answer, on the plain call in 2025-11-25 and
+// in 2026-07-28 (with the _meta of that version).
 func TestPlainCallConcurrent(t *testing.T) {
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(v, func(t *testing.T) { testConcurrentCalls(t, v) })
