@@ -101,12 +101,13 @@ func appendMeta(b []byte, meta mcp.Meta) ([]byte, error) {
 // callMeta is the _meta of a plain call on a 2026-07-28 session: the
 // call's own keys (own: its trace), then those of base that it does not
 // have (base: probeCallMeta's), as go-sdk's client adds them; then what
-// the front end's sending middleware makes of it (Options.CallMeta).
+// a front end's sending middleware makes of it (Options.CallMeta, which
+// only a front end's client has: Options.NewClient).
 func (m *Manager) callMeta(ctx context.Context, base, own mcp.Meta) mcp.Meta {
 	meta := make(mcp.Meta, len(base)+len(own))
 	maps.Copy(meta, base)
 	maps.Copy(meta, own)
-	if m.opts.CallMeta != nil {
+	if m.opts.CallMeta != nil && m.opts.NewClient != nil {
 		meta = m.opts.CallMeta(ctx, meta)
 	}
 	return meta

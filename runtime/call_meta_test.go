@@ -114,8 +114,8 @@ func TestPlainCall2026AsSDK(t *testing.T) {
 				return c
 			}
 			o.PlainCall = func(ctx context.Context) bool { return ctx.Value(frontKey{}) != nil }
-			o.CallMeta = frontMeta
 		}
+		o.CallMeta = frontMeta // a front end's part: ignored without its client
 		_, adapter := runtimetest.OpenJournal(t)
 		m, err := New(adapter, o)
 		if err != nil {

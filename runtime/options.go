@@ -185,7 +185,7 @@ type Options struct {
 	// them itself (its default), a plain call whose answer asks for input
 	// is made again through go-sdk's client, which does.
 	PlainCall func(ctx context.Context) bool
-	// CallMeta, with PlainCall, is what the client's sending middleware
+	// CallMeta, with NewClient, is what the client's sending middleware
 	// makes of the _meta of a plain call on a 2026-07-28 session: given
 	// the _meta go-sdk's client would put on it (the protocol version,
 	// client info and capabilities, and the call's trace), a map of the
