@@ -182,3 +182,34 @@ func TestPlainCall2026AsSDK(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainCallOverStdio: over stdio too, a call is a plain call in
+// either version (TestPlainCallAsSDK compares how the two paths end).
+func TestPlainCallOverStdio(t *testing.T) {
+	bin := runtimetest.BuildServer(t)
+	for _, v := range []string{"2025-11-25", stateless} {
+		t.Run(v, func(t *testing.T) {
+			_, adapter := runtimetest.OpenJournal(t)
+			c, s := runtimetest.Stdio("srv", bin, nil)
+			m, err := New(adapter, &Options{Config: runtimetest.ConfigOf(c, s), Seed: 1, PingInterval: -1, ProtocolVersion: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			r, err := m.CallTool(t.Context(), "mcp__srv__echo", map[string]any{"message": "over stdio"})
+			if err != nil || r.IsError {
+				t.Fatalf("call: %v %+v", err, r)
+			}
+			cn := m.view.Load().live["srv"]
+			cn.mu.Lock()
+			own := cn.wire.ownNext
+			cn.mu.Unlock()
+			if own != 1 {
+				t.Errorf("%d requests of the runtime's own on the connection, want the call's 1", own)
+			}
+		})
+	}
+}
