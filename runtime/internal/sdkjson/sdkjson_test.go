@@ -95,3 +95,24 @@ func TestObject(t *testing.T) {
 		t.Errorf("1000 Objects allocate %d bytes, 1000 maps of raw messages %d: want a quarter or less", obj, raw)
 	}
 }
+
+// BenchmarkUnmarshalMeta: a 2026-07-28 result's _meta (its serverInfo)
+// decoded into a nil map, which segmentio's decoder makes with room for 64
+// members, and into one made for it, as decodeTextResult does.
+func BenchmarkUnmarshalMeta(b *testing.B) {
+	raw := []byte(`{"io.modelcontextprotocol/serverInfo":{"name":"mem","version":"1"}}`)
+	for _, made := range []bool{false, true} {
+		b.Run(map[bool]string{false: "into=nil", true: "into=made"}[made], func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				var m map[string]any
+				if made {
+					m = make(map[string]any, 1)
+				}
+				if err := Unmarshal(raw, &m); err != nil || len(m) != 1 {
+					b.Fatal(err, m)
+				}
+			}
+		})
+	}
+}
